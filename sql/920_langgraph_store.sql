@@ -11,6 +11,18 @@
 call memsub._install_row_security('memsub.langgraph_store_items', array['org']);
 call memsub._install_row_security('memsub.langgraph_store_vectors', array['org']);
 
+-- An expired item is never read, by the functions below (which state the expiry themselves, so their plans do not
+-- change) nor by a login selecting from the table, until the sweep deletes it. memsub_expiry_owner, which owns the
+-- sweep, sees it (as it sees expired packets, sql/150_packet_security.sql); memsub_retrieval_owner (BYPASSRLS)
+-- frees the key of one (_langgraph_store_item_owned_elsewhere).
+drop policy if exists not_expired on memsub.langgraph_store_items;
+create policy not_expired on memsub.langgraph_store_items as restrictive for select to public
+    using (expires_at is null or expires_at > (select pg_catalog.now())
+           or (select current_user = 'memsub_expiry_owner'::name));
+comment on policy not_expired on memsub.langgraph_store_items is
+    'A LangGraph store item whose expires_at has passed is never read (only memsub_expiry_owner, which sweeps, '
+    'sees it).';
+
 create or replace function memsub._langgraph_store_check_namespace(p_namespace text[], p_field text)
 returns text[]
 language plpgsql immutable security invoker
@@ -128,9 +140,10 @@ comment on function memsub._langgraph_store_matches(jsonb, jsonb) is
 -- organization the tenant-wide items: without this check it overwrote or deleted them for every context, and a
 -- key another context holds failed with the policy's own message. Owned by memsub_retrieval_owner (BYPASSRLS), it
 -- sees every organization's items, states the tenant itself and answers yes or no. An expired item is gone for
--- every reader before the sweep deletes it, so it holds its key for no context: another context's expired item
--- found here is deleted (with its vectors) and the key is free. Only that rare case writes; the usual call is the
--- one keyed read.
+-- every reader before the sweep deletes it (policy not_expired), so it holds its key for no context: an expired
+-- item found here, of any context, is deleted (with its vectors) and the key is free (the caller's own expired
+-- item too: hidden from the caller by the policy, it would otherwise stand in the way of the upsert). Only that
+-- rare case writes; the usual call is the one keyed read.
 create or replace function memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text)
 returns boolean
 language plpgsql volatile security definer
@@ -143,7 +156,7 @@ declare
 begin
     select i.org_id, i.expires_at into v_owner, v_expires from memsub.langgraph_store_items i
      where i.tenant_id = v_tenant and i.namespace_key = p_namespace_key and i.key = p_key;
-    if not found or v_owner is not distinct from memsub.current_org_id() then
+    if not found then
         return false;
     end if;
     if v_expires <= now() then
@@ -152,14 +165,14 @@ begin
            and i.expires_at <= now();
         return false;
     end if;
-    return true;
+    return v_owner is distinct from memsub.current_org_id();
 end
 $$;
 alter function memsub._langgraph_store_item_owned_elsewhere(text, text) owner to memsub_retrieval_owner;
 comment on function memsub._langgraph_store_item_owned_elsewhere(text, text) is
     'Internal: whether the live LangGraph store item at namespace_key and key of the context tenant was written '
     'from another context (another organization, or tenant-wide for an organization and the other way round), '
-    'whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Another context''s expired item there is '
+    'whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). An expired item there, of any context, is '
     'deleted, with its vectors, and holds the key no longer (false). Executable only by memsub_owner.';
 grant select, delete on memsub.langgraph_store_items to memsub_retrieval_owner;
 grant execute on function memsub._langgraph_store_item_owned_elsewhere(text, text) to memsub_owner;
@@ -546,8 +559,13 @@ begin
     return deleted;
 end
 $$;
+-- Owned by memsub_expiry_owner, the one role policy not_expired shows the expired items; the tenant and
+-- organization policies bind it as they bind the caller.
+alter function memsub.langgraph_store_sweep() owner to memsub_expiry_owner;
 comment on function memsub.langgraph_store_sweep() is
-    'Deletes the context tenant''s expired LangGraph store items (and their vectors); returns how many.';
+    'Deletes the context tenant''s expired LangGraph store items (and their vectors) that its context may see; '
+    'returns how many. Runs as memsub_expiry_owner, which alone sees expired items.';
+grant select, delete on memsub.langgraph_store_items to memsub_expiry_owner;
 
 grant execute on function
     memsub.langgraph_store_put(text[], text, jsonb, double precision, text[], vector[]),

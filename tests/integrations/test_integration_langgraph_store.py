@@ -306,6 +306,41 @@ def test_time_to_live_expires_refreshes_on_read_and_sweeps(pool: Any, db: Any) -
     assert expires("short") == "gone"
 
 
+def test_a_direct_select_shows_no_expired_item(pool: Any, db: Any) -> None:
+    """The store's reads never return an expired item, but an app or analyst login selecting from
+    memsub.langgraph_store_items saw the expired rows until a sweep deleted them. Policy not_expired hides them
+    (only memsub_expiry_owner, which runs the sweep, sees them); the item's own context still writes over or
+    deletes its expired key, and the sweep still deletes them with their vectors."""
+    tenant = uuid.uuid4()
+    store = store_for(pool, tenant, index={"dims": DIMS, "embed": embed, "fields": ["text"]})
+    ns = ("notes",)
+    for key in ("live", "old", "rewritten", "deleted"):
+        store.put(ns, key, {"text": key}, ttl=60)
+    with db.connect() as conn:
+        conn.execute("update memsub.langgraph_store_items set expires_at = now() - interval '1 minute' "
+                     "where tenant_id = %s and key <> 'live'", [tenant])
+        conn.commit()
+
+    def selected(login: str) -> list[str]:
+        with db.connect(login) as conn:
+            conn.execute("select memsub.set_context(%s)", [str(tenant)])
+            return [r[0] for r in conn.execute("select key from memsub.langgraph_store_items order by key")]
+
+    assert selected("app") == ["live"]
+    assert selected("analyst") == ["live"]
+    store.put(ns, "rewritten", {"text": "again"})
+    store.delete(ns, "deleted")
+    assert store.get(ns, "rewritten").value == {"text": "again"}  # type: ignore[union-attr]
+    assert sorted(i.key for i in store.search(ns, query="again")) == ["live", "rewritten"]
+    assert selected("app") == ["live", "rewritten"]
+    assert store.sweep_ttl() == 1  # "old": "deleted" went with its delete
+    with db.connect() as conn:
+        left = conn.execute("select i.key, count(v.key) from memsub.langgraph_store_items i "
+                            "left join memsub.langgraph_store_vectors v using (tenant_id, namespace_key, key) "
+                            "where i.tenant_id = %s group by 1 order by 1", [tenant]).fetchall()
+    assert left == [("live", 1), ("rewritten", 1)]
+
+
 def test_reads_restart_the_time_to_live_of_what_they_return_only(pool: Any, db: Any) -> None:
     """get and search restart the time to live of the items they return, when asked, and of no other item."""
     tenant = uuid.uuid4()
