@@ -192,6 +192,58 @@ comment on function memsub.temporal_edge_add(text, text, text, timestamptz, time
     'rejected with SQLSTATE 23P01 (column valid_period) by the call itself, also in a transaction that deferred the '
     'exclusion constraint.';
 
+-- A Document node is one version of a file and a Memory node one version of a key: when a new version supersedes
+-- it (memsub.document_ingest, memsub._store_memory_version), the edges naming it stop holding there, as
+-- close_relationship ends one. Every context's edges: an organization's edge may name a tenant-wide document that
+-- the tenant-wide writer re-ingests. Owned by memsub_retrieval_owner (BYPASSRLS) and executable only by
+-- memsub_owner, whose writers pass the tenant of their sealed context (a memory write calls it every time: the
+-- context is not verified twice); it changes nothing but those edges' windows.
+drop function if exists memsub._close_node_edges(text, text);
+create or replace function memsub._close_node_edges(p_tenant uuid, p_node_type text, p_node uuid)
+returns integer
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_key     text := p_node::text;  -- a UUID's text is its own matching form (memsub.normalize_text)
+    v_ids     uuid[];
+    v_changed integer;
+    v_dropped integer;
+begin
+    -- The windows still holding now or later, each end by its own index (the exclusion constraint's for the
+    -- source, idx_entity_relationships_target for the target): usually none.
+    select coalesce(array_agg(distinct e.relationship_id), '{}') into v_ids from (
+        select r.relationship_id from memsub.entity_relationships r
+         where r.tenant_id = p_tenant and r.source_key = v_key and r.source_type = p_node_type
+           and r.valid_period && tstzrange(now(), null, '[)')
+        union all
+        select r.relationship_id from memsub.entity_relationships r
+         where r.tenant_id = p_tenant and r.target_key = v_key and r.target_type = p_node_type
+           and r.valid_period && tstzrange(now(), null, '[)')) e;
+    if cardinality(v_ids) = 0 then
+        return 0;
+    end if;
+    -- A window that would only start at or after the supersession never holds: it goes.
+    delete from memsub.entity_relationships r
+     where r.tenant_id = p_tenant and r.relationship_id = any(v_ids) and lower(r.valid_period) >= now();
+    get diagnostics v_dropped = row_count;
+    update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), now(), '[)')
+     where r.tenant_id = p_tenant and r.relationship_id = any(v_ids) and lower(r.valid_period) < now();
+    get diagnostics v_changed = row_count;
+    return v_changed + v_dropped;
+end
+$$;
+alter function memsub._close_node_edges(uuid, text, uuid) owner to memsub_retrieval_owner;
+comment on function memsub._close_node_edges(uuid, text, uuid) is
+    'Internal: ends, at the transaction''s time, every window of the tenant''s edges whose source or target is '
+    'this Document or Memory node (a superseded document version or memory entry) and that still holds then, '
+    'whoever may see those edges (owned by memsub_retrieval_owner, BYPASSRLS); a window that would start only then '
+    'or later is deleted. Returns the number of windows changed. Executable only by memsub_owner, whose callers '
+    'pass their context''s tenant.';
+grant select, update (valid_period), delete on memsub.entity_relationships to memsub_retrieval_owner;
+grant execute on function memsub.graph_node_types() to memsub_retrieval_owner;  -- the table's check constraint
+grant execute on function memsub._close_node_edges(uuid, text, uuid) to memsub_owner;
+
 create or replace function memsub.close_relationship(
     p_source_entity     text,
     p_relationship_type text,

@@ -118,6 +118,7 @@ declare
     v_row      memsub.memory_entries;
     v_previous memsub.memory_entries;
     v_column   text;
+    v_superseded uuid;  -- the version this one supersedes
 begin
     -- Under REPEATABLE READ or SERIALIZABLE a version committed after the transaction's snapshot is invisible to
     -- the read below, and the insert meets it in the unique key: PostgreSQL raises its own 40001, naming nothing.
@@ -185,7 +186,7 @@ begin
     -- Once, or again after a concurrent version when the write is last-write-wins (each pass reads what has been
     -- committed by then).
     loop
-        select m.version, m.is_deleted into v_current, v_deleted
+        select m.version, m.is_deleted, m.id into v_current, v_deleted, v_superseded
           from memsub.memory_entries m
          where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
          order by m.version desc limit 1;
@@ -230,6 +231,11 @@ begin
         update memsub.memory_entries m set is_deleted = true
          where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
            and m.version < v_row.version and not m.is_deleted;
+    end if;
+    -- The graph's edges naming the superseded version stop holding now (sql/420_temporal_graph.sql). The version
+    -- read last is the one before v_row: a concurrent version read again in the loop is superseded in its turn.
+    if v_superseded is not null then
+        perform memsub._close_node_edges(v_tenant, 'Memory', v_superseded);
     end if;
     perform memsub._audit_record(p_operation, p_session_id => v_session, p_memory_entry_id => v_row.id,
         p_namespace => p_namespace, p_key => p_key, p_version => v_row.version, p_tenant_id => v_tenant,

@@ -235,6 +235,8 @@ begin
          where e.tenant_id = v_tenant and e.packet_id = v_latest.packet_id
            and e.embedding_type = 'content' and e.chunk_index >= 1;
         perform memsub._document_chunks_unlink(v_latest.id);
+        -- The graph's edges naming the superseded version stop holding now (sql/420_temporal_graph.sql).
+        perform memsub._close_node_edges(v_tenant, 'Document', v_latest.id);
     end if;
 
     insert into memsub.document_chunks (tenant_id, document_id, chunk_index, content, page, start_char, end_char,

@@ -353,3 +353,48 @@ def test_superseding_with_an_edge_dated_later_moves_its_start_to_valid_from(db):
                                [T1 + timedelta(days=30)]).fetchall()
     assert edge == (T1, 2)
     assert between == [("B",)]
+
+
+ORG_X = uuid.UUID("0000000a-0000-0000-0000-00000000000a")
+
+
+def test_edges_of_a_superseded_document_version_or_memory_entry_close_when_it_is_superseded(db):
+    """A Document node is one version of a file and a Memory node one version of a key. Re-ingesting the file,
+    overwriting the key or deleting it supersedes that version, but the edges naming it stayed open and the graph
+    reads returned them as current. They now close where the version was superseded (valid_until = the
+    superseding transaction's time), the edges another organization drew to it included: the reads as of now
+    leave them out, and the reads as of before still show them."""
+    notes = f"user:{ALICE}:notes"
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        doc = session.documents.ingest("bio.md", "Alice is a database engineer.", file_hash="a" * 64, mime="md")
+        note = session.memory.write(notes, "alice", {"likes": "postgres"})
+        gone = session.memory.write(notes, "old", {"likes": "mysql"})
+        kept = session.memory.write(notes, "kept", {"likes": "sqlite"})
+        for node, node_type in ((doc.document_id, "Document"), (note.id, "Memory"), (gone.id, "Memory"),
+                                (kept.id, "Memory")):
+            session.graph.temporal_edge_add(str(node), "about", "Alice", source_type=node_type)
+        session.graph.temporal_edge_add("Alice", "wrote", str(doc.document_id), target_type="Document")
+    with tenant_session(db.dsn("app"), org=ORG_X, user=ALICE) as session:
+        drawn = session.graph.temporal_edge_add(str(doc.document_id), "cites", "Bob", source_type="Document")
+    before = drawn.valid_from
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        v2 = session.documents.ingest("bio.md", "Alice is a staff engineer.", file_hash="b" * 64, mime="md")
+        session.memory.write(notes, "alice", {"likes": "postgres 18"}, expected_version=note.version)
+        session.memory.delete(notes, "old", gone.version)
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        current = {(e.source_entity, e.relationship_type, e.target_entity)
+                   for e in session.graph.edges_as_of(entity="Alice")}
+        assert current == {(str(kept.id), "about", "Alice")}
+        assert session.graph.neighbors_as_of(str(doc.document_id)) == []
+        assert session.graph.neighbors_as_of(str(note.id)) == []
+        earlier = {(e.source_entity, e.relationship_type, e.target_entity, e.valid_until is None)
+                   for e in session.graph.edges_as_of(before, entity="Alice")}
+        assert earlier == {(str(doc.document_id), "about", "Alice", False), (str(note.id), "about", "Alice", False),
+                           (str(gone.id), "about", "Alice", False), (str(kept.id), "about", "Alice", True),
+                           ("Alice", "wrote", str(doc.document_id), False)}
+        session.graph.temporal_edge_add(str(v2.document_id), "about", "Alice", source_type="Document")
+        assert {e.source_entity for e in session.graph.edges_as_of(entity="Alice")} == {str(kept.id),
+                                                                                         str(v2.document_id)}
+    with tenant_session(db.dsn("app"), org=ORG_X, user=ALICE) as session:
+        assert session.graph.edges_as_of(entity="Bob") == []
+        assert [e.target_entity for e in session.graph.edges_as_of(before, entity="Bob")] == ["Bob"]
