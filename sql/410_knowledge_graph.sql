@@ -187,10 +187,23 @@ begin
                    -- the window lives as long as its latest observation's packet (never without an expiring packet)
                    ttl = memsub._later_expiry(r.ttl, excluded.ttl)
             returning r.* into v_edge;
+            -- In a transaction that deferred the exclusion constraint (SET CONSTRAINTS ... DEFERRED) that overlap
+            -- would only fail at COMMIT, naming nothing and losing every write of the transaction: the new window
+            -- is looked for here too (this statement sees the close that committed while the insert waited), and
+            -- the statement runs once more as above. A reinforced window is unchanged and overlaps nothing.
+            if v_edge.mention_count = 1 and exists (
+                    select from memsub.entity_relationships h
+                     where h.tenant_id = v_tenant and h.source_key = v_source_key and h.relationship_type = v_type
+                       and h.target_key = v_target_key and h.relationship_id <> v_edge.relationship_id
+                       and h.valid_period && v_edge.valid_period) then
+                raise exclusion_violation;
+            end if;
             return v_edge;
         exception when exclusion_violation then
             if v_attempt = 2 then
-                raise;
+                raise exception 'edge (%)-[%]->(%): its new window overlaps a validity window of the same edge '
+                                'written concurrently', v_source, v_type, v_target
+                    using errcode = '23P01', column = 'valid_period';
             end if;
         end;
     end loop;
@@ -205,7 +218,9 @@ comment on function memsub.upsert_relationship(text, text, text, double precisio
     'first spelling is kept); the type is lower case. The window expires with the packets that observed it (the '
     'latest of their ttl; never once observed without an expiring packet); an expired edge observed again starts '
     'afresh. Race-free '
-    '(a single INSERT ... ON CONFLICT DO UPDATE).';
+    '(a single INSERT ... ON CONFLICT DO UPDATE); a window closed concurrently while it waited makes it open the '
+    'new one after the close, also in a transaction that deferred the exclusion constraint (23P01, column '
+    'valid_period, should it overlap again).';
 
 create or replace function memsub.graph_neighbors(
     p_entity    text,
