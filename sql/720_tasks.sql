@@ -47,6 +47,19 @@ comment on function memsub._task_lookup(bigint, boolean, text) is
     'session); raises 23502 naming task_id when the id is NULL and p_errcode naming '
     'task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
 
+create or replace function memsub._task_next_statuses(p_status text) returns text[]
+language sql immutable security invoker parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select case when p_status = 'pending' then array['running'] || memsub.task_final_statuses()
+                when p_status = 'running' then memsub.task_final_statuses()
+                else '{}'::text[] end
+$$;
+comment on function memsub._task_next_statuses(text) is
+    'Internal to task_set_status: the statuses a task at this status may move to. A pending task may start '
+    '(running) or end (a final status), a running task may end; a final status (memsub.task_final_statuses()) '
+    'moves nowhere, and no status moves to itself or back to pending.';
+
 create or replace function memsub.task_create(
     p_type           text,
     p_payload        jsonb  default '{}',
@@ -147,8 +160,15 @@ begin
             using errcode = '22023', column = 'status';
     end if;
     v_task := memsub._task_lookup(p_task_id, true, 'P0002');
-    if v_task.status = any(memsub.task_final_statuses()) then
-        raise exception 'task % is already %', p_task_id, v_task.status
+    -- A task moves forward only: a pending task starts (running) or ends, a running task ends, and a final status
+    -- (completed, failed, cancelled) is never left. Staying where it is is no move either: it would record a
+    -- status change that changed nothing, and a second worker starting a running task would not be told.
+    if p_status <> all(memsub._task_next_statuses(v_task.status)) then
+        raise exception 'task % cannot move from % to %: %', p_task_id, v_task.status, p_status,
+            case when v_task.status = any(memsub.task_final_statuses())
+                 then format('%s is final', v_task.status)
+                 else format('a %s task moves only to %s', v_task.status,
+                             memsub._alternatives(memsub._task_next_statuses(v_task.status))) end
             using errcode = '55000', column = 'status';
     end if;
     if p_error is not null and p_status <> 'failed' then
@@ -170,8 +190,10 @@ begin
 end
 $$;
 comment on function memsub.task_set_status(bigint, text, jsonb, text) is
-    'Moves a task to a new status (completed, failed and cancelled are final and set completed_at), storing its '
-    'result or error. 55000 when the task is already final. Audited as task_status.';
+    'Moves a task forward to a new status, storing its result or error: pending to running or to a final status '
+    '(completed, failed, cancelled: they set completed_at), running to a final status. Any other move (back, to '
+    'the same status, out of a final status) is 55000 naming status, the message giving both statuses. Audited '
+    'as task_status.';
 
 create or replace function memsub.agent_spawn(
     p_name       text,

@@ -209,7 +209,8 @@ def task_link_session(task_id: int, session_id: str) -> Call[Task]:
 
 
 def task_set_status(task_id: int, status: TaskStatus, *, result: Any = None, error: str | None = None) -> Call[Task]:
-    """Move a task to ``status``, with its result or error (memsub.task_set_status)."""
+    """Move a task forward to ``status``, with its result or error (memsub.task_set_status): pending to running or
+    to a final status, running to a final status; any other move raises StateError."""
     return function("task_set_status", {"task_id": task_id, "status": status, "result": json_or_none(result),
                                         "error": error}, one(Task))
 

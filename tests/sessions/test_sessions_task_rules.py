@@ -1,0 +1,48 @@
+"""The rules of a task's life (docs/decisions.md, "A task moves forward only"): which status moves are allowed,
+what a sub-task may be created under, and which values a task's payload, result and error may hold. Each refusal
+names its field, with its SQLSTATE, and writes nothing (no task change, no audit row)."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from helpers import table_state
+from session_helpers import ALICE, as_user, expect_error, new_session, one
+
+FINAL = ["completed", "failed", "cancelled"]
+
+
+def _task_at(conn: psycopg.Connection[object], status: str) -> int:
+    """A committed task of session s1 at ``status``, reached by the allowed moves."""
+    as_user(conn, ALICE, "s1")
+    task = int(one(conn, "select id from memsub.task_create('job', '{}', 's1')")["id"])
+    path = {"pending": [], "running": ["running"]}.get(status, ["running", status])
+    for step in path:
+        one(conn, "select memsub.task_set_status(%s, %s)", [task, step])
+    conn.commit()
+    return task
+
+
+# Every move between two statuses and whether it is allowed: a pending task starts or ends, a running task ends,
+# and nothing moves back, stays where it is or leaves a final status.
+MOVES = [(before, after, (before == "pending" and after != "pending") or (before == "running" and after in FINAL))
+         for before in ["pending", "running", *FINAL]
+         for after in ["pending", "running", *FINAL]]
+
+
+@pytest.mark.parametrize(("before", "after", "allowed"), MOVES, ids=[f"{b}-{a}" for b, a, _ in MOVES])
+def test_a_task_moves_forward_only(db, before, after, allowed):
+    with db.connect("app") as conn, db.connect() as judge:
+        new_session(conn, "s1", ALICE)
+        task = _task_at(conn, before)
+        as_user(conn, ALICE, "s1")
+        if allowed:
+            moved = one(conn, "select status, completed_at from memsub.task_set_status(%s, %s)", [task, after])
+            conn.commit()
+            assert moved["status"] == after and (moved["completed_at"] is not None) == (after in FINAL)
+            return
+        state = table_state(judge)
+        error = expect_error(conn, "55000", "status", "select memsub.task_set_status(%s, %s)", [task, after])
+        assert f"from {before} to {after}" in str(error), error
+        assert table_state(judge) == state
