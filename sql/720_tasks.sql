@@ -73,6 +73,7 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
     v_task   memsub.tasks;
     v_type   text;
+    v_parent_status text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('type', p_type, 'session_id', p_session_id),
@@ -82,10 +83,22 @@ begin
     if p_session_id is not null then
         perform memsub._require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     end if;
-    if p_parent_task_id is not null
-       and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
-        raise exception 'parent task % does not exist or is not visible', p_parent_task_id
-            using errcode = '23503', column = 'parent_task_id';
+    if p_parent_task_id is not null then
+        -- A key share of the parent (which the new row's foreign key takes anyway) holds off a concurrent status
+        -- change until this transaction ends, and one that committed first is the status read here.
+        select t.status into v_parent_status from memsub.tasks t
+         where t.tenant_id = v_tenant and t.id = p_parent_task_id
+           for key share;
+        if not found then
+            raise exception 'parent task % does not exist or is not visible', p_parent_task_id
+                using errcode = '23503', column = 'parent_task_id';
+        end if;
+        -- A finished task takes no more work, as a terminated session takes no more tasks.
+        if v_parent_status = any(memsub.task_final_statuses()) then
+            raise exception 'parent task % is already %: a finished task takes no sub-task', p_parent_task_id,
+                v_parent_status
+                using errcode = '55000', column = 'parent_task_id';
+        end if;
     end if;
     insert into memsub.tasks as t (tenant_id, org_id, user_id, type, payload, session_id, parent_task_id)
     values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_type, coalesce(p_payload, '{}'),
@@ -99,8 +112,8 @@ end
 $$;
 comment on function memsub.task_create(text, jsonb, text, bigint) is
     'Creates a pending task of a type (stored trimmed, each run of whitespace one space), optionally in an active '
-    'session and under a parent task (23503 naming session_id or parent_task_id when unknown). Audited as '
-    'task_create.';
+    'session and under a pending or running parent task (23503 naming session_id or parent_task_id when unknown; '
+    '55000 naming parent_task_id when the parent is completed, failed or cancelled). Audited as task_create.';
 
 create or replace function memsub.task_link_session(p_task_id bigint, p_session_id text) returns memsub.tasks
 language plpgsql volatile security definer

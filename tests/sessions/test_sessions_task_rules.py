@@ -7,8 +7,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from helpers import table_state
-from session_helpers import ALICE, as_user, expect_error, new_session, one
+from helpers import after_commit, table_state
+from session_helpers import ALICE, as_user, expect_error, ground_truth, new_session, one
 
 FINAL = ["completed", "failed", "cancelled"]
 
@@ -46,3 +46,43 @@ def test_a_task_moves_forward_only(db, before, after, allowed):
         error = expect_error(conn, "55000", "status", "select memsub.task_set_status(%s, %s)", [task, after])
         assert f"from {before} to {after}" in str(error), error
         assert table_state(judge) == state
+
+
+def test_no_sub_task_is_created_under_a_finished_parent(db):
+    """A finished task takes no more work, as a terminated session takes no more tasks: a sub-task under a
+    completed, failed or cancelled parent is refused (55000 naming parent_task_id); under a pending or running
+    parent it is created."""
+    with db.connect("app") as conn, db.connect() as judge:
+        new_session(conn, "s1", ALICE)
+        for status in ["pending", "running"]:
+            parent = _task_at(conn, status)
+            as_user(conn, ALICE, "s1")
+            assert one(conn, "select parent_task_id from memsub.task_create('step', '{}', 's1', %s)",
+                       [parent]) == {"parent_task_id": parent}
+            conn.commit()
+        for status in FINAL:
+            parent = _task_at(conn, status)
+            state = table_state(judge)
+            as_user(conn, ALICE, "s1")
+            error = expect_error(conn, "55000", "parent_task_id",
+                                 "select memsub.task_create('step', '{}', 's1', %s)", [parent])
+            assert status in str(error), error
+            assert table_state(judge) == state
+
+
+def test_a_sub_task_created_while_its_parent_ends_sees_the_end(db):
+    """The parent's move to completed is not committed yet when a sub-task under it is asked for: the creation
+    waits for it and then refuses (55000 naming parent_task_id). Reading the parent's status without a lock saw it
+    pending, and the sub-task was created under a parent that had ended meanwhile."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        parent = _task_at(conn, "running")
+    with db.connect("app") as ender, db.connect("app") as creator:
+        as_user(ender, ALICE, "s1")
+        one(ender, "select status from memsub.task_set_status(%s, 'completed')", [parent])
+        as_user(creator, ALICE, "s1")
+        creating = after_commit(db, ender, creator, lambda: one(
+            creator, "select id from memsub.task_create('step', '{}', 's1', %s)", [parent]))
+    assert isinstance(creating.error, psycopg.errors.ObjectNotInPrerequisiteState), creating.error or creating.result
+    assert creating.error.diag.column_name == "parent_task_id"
+    assert ground_truth(db, "select id, status from memsub.tasks") == [{"id": parent, "status": "completed"}]
