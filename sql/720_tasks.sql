@@ -172,6 +172,10 @@ begin
             coalesce(p_status, 'NULL')
             using errcode = '22023', column = 'status';
     end if;
+    -- The error says what went wrong: stored as given (its line breaks too), and a blank one says nothing.
+    if memsub._is_blank(p_error) then
+        raise exception 'field "error" must not be blank' using errcode = '22023', column = 'error';
+    end if;
     v_task := memsub._task_lookup(p_task_id, true, 'P0002');
     -- A task moves forward only: a pending task starts (running) or ends, a running task ends, and a final status
     -- (completed, failed, cancelled) is never left. Staying where it is is no move either: it would record a
@@ -205,8 +209,8 @@ $$;
 comment on function memsub.task_set_status(bigint, text, jsonb, text) is
     'Moves a task forward to a new status, storing its result or error: pending to running or to a final status '
     '(completed, failed, cancelled: they set completed_at), running to a final status. Any other move (back, to '
-    'the same status, out of a final status) is 55000 naming status, the message giving both statuses. Audited '
-    'as task_status.';
+    'the same status, out of a final status) is 55000 naming status, the message giving both statuses. The error '
+    '(status failed only) is stored as given; a blank one is 22023 naming error. Audited as task_status.';
 
 create or replace function memsub.agent_spawn(
     p_name       text,

@@ -86,3 +86,22 @@ def test_a_sub_task_created_while_its_parent_ends_sees_the_end(db):
     assert isinstance(creating.error, psycopg.errors.ObjectNotInPrerequisiteState), creating.error or creating.result
     assert creating.error.diag.column_name == "parent_task_id"
     assert ground_truth(db, "select id, status from memsub.tasks") == [{"id": parent, "status": "completed"}]
+
+
+@pytest.mark.parametrize("error_text", ["", " ", "\t\n", "\u00a0"])
+def test_a_blank_error_text_is_refused(db, error_text):
+    """The error of a failed task says what went wrong: a blank one (empty or only white space of any kind) says
+    nothing and is refused (22023 naming error), as a blank reflection content is; the task stays running."""
+    with db.connect("app") as conn, db.connect() as judge:
+        new_session(conn, "s1", ALICE)
+        task = _task_at(conn, "running")
+        state = table_state(judge)
+        as_user(conn, ALICE, "s1")
+        expect_error(conn, "22023", "error", "select memsub.task_set_status(%s, 'failed', p_error => %s)",
+                     [task, error_text])
+        assert table_state(judge) == state
+        as_user(conn, ALICE, "s1")
+        failed = one(conn, "select error from memsub.task_set_status(%s, 'failed', p_error => %s)",
+                     [task, "  timed out\n  after 30 s"])
+        conn.commit()
+    assert failed == {"error": "  timed out\n  after 30 s"}  # text that says something is stored as given
