@@ -101,7 +101,9 @@ begin
         end if;
     end if;
     insert into memsub.tasks as t (tenant_id, org_id, user_id, type, payload, session_id, parent_task_id)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_type, coalesce(p_payload, '{}'),
+    -- JSON null is no payload, as SQL NULL is: the default {} (the client leaves None out, which is the same).
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_type,
+            coalesce(nullif(p_payload, 'null'::jsonb), '{}'),
             p_session_id, p_parent_task_id)
     returning t.* into v_task;
     perform memsub._audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
@@ -111,7 +113,8 @@ begin
 end
 $$;
 comment on function memsub.task_create(text, jsonb, text, bigint) is
-    'Creates a pending task of a type (stored trimmed, each run of whitespace one space), optionally in an active '
+    'Creates a pending task of a type (stored trimmed, each run of whitespace one space) with a payload (any JSON; '
+    'NULL or JSON null is the default {}), optionally in an active '
     'session and under a pending or running parent task (23503 naming session_id or parent_task_id when unknown; '
     '55000 naming parent_task_id when the parent is completed, failed or cancelled). Audited as task_create.';
 
@@ -195,7 +198,8 @@ begin
     v_before := v_task.status;
     update memsub.tasks t
        set status = p_status,
-           result = coalesce(p_result, t.result),
+           -- JSON null is no result, as SQL NULL is: the result stays what it was.
+           result = coalesce(nullif(p_result, 'null'::jsonb), t.result),
            error = coalesce(p_error, t.error),
            completed_at = case when p_status = any(memsub.task_final_statuses()) then now() end
      where t.tenant_id = v_tenant and t.id = p_task_id
@@ -210,7 +214,8 @@ comment on function memsub.task_set_status(bigint, text, jsonb, text) is
     'Moves a task forward to a new status, storing its result or error: pending to running or to a final status '
     '(completed, failed, cancelled: they set completed_at), running to a final status. Any other move (back, to '
     'the same status, out of a final status) is 55000 naming status, the message giving both statuses. The error '
-    '(status failed only) is stored as given; a blank one is 22023 naming error. Audited as task_status.';
+    '(status failed only) is stored as given; a blank one is 22023 naming error. A NULL or JSON null result leaves '
+    'the result as it was. Audited as task_status.';
 
 create or replace function memsub.agent_spawn(
     p_name       text,

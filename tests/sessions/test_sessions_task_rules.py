@@ -105,3 +105,18 @@ def test_a_blank_error_text_is_refused(db, error_text):
                      [task, "  timed out\n  after 30 s"])
         conn.commit()
     assert failed == {"error": "  timed out\n  after 30 s"}  # text that says something is stored as given
+
+
+def test_a_json_null_payload_or_result_is_no_value(db):
+    """JSON null where a task takes JSON is no value, as SQL NULL is (checkpoint_save refuses both for its required
+    state): a payload of JSON null is the default {} and a result of JSON null leaves the result unset, so a task
+    never holds a JSON null the client would read back as a value."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        as_user(conn, ALICE, "s1")
+        task = one(conn, "select id, payload from memsub.task_create('job', 'null'::jsonb, 's1')")
+        done = one(conn, "select result from memsub.task_set_status(%s, 'completed', 'null'::jsonb)", [task["id"]])
+        conn.commit()
+    assert (task["payload"], done["result"]) == ({}, None)
+    assert ground_truth(db, "select jsonb_typeof(payload) as payload, result from memsub.tasks") == [
+        {"payload": "object", "result": None}]
