@@ -32,7 +32,8 @@ begin
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
             memsub._check_limit((select max(length(t)) from unnest(p_tags) as t), 'max_tag_chars', 'tags');
     perform memsub._check_no_null_elements(p_tags, 'tags');
-    perform memsub._check_no_blank_elements(p_entities, 'entities');
+    -- A blank name names nothing, in either list (a packet's blank tag and a blank tag filter are refused too).
+    perform memsub._check_no_blank_elements(p_entities, 'entities'), memsub._check_no_blank_elements(p_tags, 'tags');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
     -- Required, not blank, and stored as given: content says something (its line breaks too); only names are
     -- stored in their trimmed form.
@@ -53,7 +54,7 @@ begin
     values (
         memsub._optional_text(p_task_id), p_reflection_type, p_content, p_context,
         coalesce(p_entities, '{}'),
-        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where not memsub._is_blank(t) order by t),
+        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
         memsub._optional_text(coalesce(p_source_agent, v_packet.routing ->> 'agent')), p_source_packet, p_vector,
         -- a reflection drawn from an expiring packet expires with it at the latest
@@ -68,7 +69,7 @@ comment on function memsub.record_reflection(text, text, text, text[], text[], d
     'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), '
     'priority (critical, high, medium, low), optional embedding, source packet (a shared one: 22023 otherwise) and '
     'expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023); a '
-    'blank entity is refused (22023 naming entities[i]), a blank tag left out.';
+    'blank entity or tag is refused (22023 naming entities[i] or tags[i]); the tags are stored sorted, each once.';
 
 create or replace function memsub.record_task_reflection(
     p_task_id           text,

@@ -385,13 +385,13 @@ def test_content_is_stored_as_given_only_names_are_normalized(world):
 
 
 def test_optional_text_of_whitespace_only_is_absent(world):
-    """An optional agent id or task id of only tabs or line breaks is no value (NULL), as one of spaces is; so is
-    such a reflection tag (dropped)."""
+    """An optional agent id or task id of only tabs or line breaks is no value (NULL), as one of spaces is (a blank
+    element of a list of names, such as a reflection tag, is refused instead: tests/reflection)."""
     with in_context(world) as conn:
         access = conn.execute("select agent_id from memsub.record_access('packet', %s, %s)", [PACKET, "\t\n"])
         trace = conn.execute("select agent_id from memsub.record_reasoning_trace(%s)", [" \t "])
         reflection = conn.execute("select task_id, tags from memsub.record_reflection('lesson', 'c', null, '{}', %s,"
-                                  " p_task_id => %s)", [["kept", "\t", "\r\n"], "\n"])
+                                  " p_task_id => %s)", [["kept"], "\n"])
         assert (access.fetchone(), trace.fetchone(), reflection.fetchone()) == ((None,), (None,), (None, ["kept"]))
 
 
