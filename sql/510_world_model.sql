@@ -86,6 +86,10 @@ begin
         perform memsub._check_object_keys(v_entity, v_field,
                                           array['entity_id', 'entity_type', 'attributes', 'confidence'],
                                           '{entity_id, entity_type, attributes, confidence}', 'an entity change');
+        -- A field given as JSON null is that field left out, for every field alike: the entity keeps its type,
+        -- attributes and confidence (a new one takes the defaults and still needs a type), a change without an id
+        -- has none. Only inside attributes does a JSON null mean something: it removes that attribute.
+        v_entity := v_entity - array(select f.key from jsonb_each(v_entity) as f where f.value = 'null'::jsonb);
         v_id := memsub._require_text(memsub._check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
                                     v_field || '.entity_id');
         perform memsub._check_key_bytes(v_field || '.entity_id', v_id);
@@ -124,7 +128,7 @@ begin
         -- concurrent update that created it is seen; otherwise a new entity, named as given.
         v_id := coalesce(memsub._world_model_entity_named(v_tenant, v_ids[v_position + 1]), v_ids[v_position + 1]);
         v_type := v_types[v_position + 1];
-        v_attrs := coalesce(v_entity -> 'attributes', '{}');
+        v_attrs := coalesce(nullif(v_entity -> 'attributes', 'null'::jsonb), '{}');
         v_removed := array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb);
         update memsub.world_model_entities w
            set entity_type = coalesce(v_type, w.entity_type),
@@ -167,6 +171,8 @@ $$;
 comment on function memsub.apply_world_model_update(text, jsonb, jsonb, double precision, uuid, integer) is
     'Applies an insight to the tenant''s world model atomically: entities [{entity_id, entity_type, attributes, '
     'confidence}] are created (version 1) or updated (version + 1, attributes merged, a JSON null removes a key); '
+    'a field of a change given as JSON null counts as left out (the stored or default value stays; an id or a new '
+    'entity''s type is then missing: 23502); '
     'an entity_id matching an entity''s name (memsub.normalize_text) updates that entity, and naming one entity '
     'twice in an update, in any spelling, is refused (22023). '
     'The state version goes from n to n + 1 and the update is recorded. With expected_version, a world model at '
