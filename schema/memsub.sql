@@ -1464,13 +1464,22 @@ begin
                 coalesce(p_session.user_id::text, 'none')
                 using errcode = '42501', column = p_field;
         end if;
+        -- The session's user: keys are that user's memory (session_terminate writes them into user:<id> memory
+        -- entries): a context of another user, or of none, that names the session acts in it but writes no
+        -- user: key of it, as it could write none of that user's memory entries. Admin contexts pass, as there.
+        if v_kind = 'user' and v_parts[2] is distinct from memsub.current_user_id()::text
+           and not memsub._caller_is_admin() then
+            raise exception '% key "%" of session "%" belongs to its user (%), not to the context''s (%)',
+                p_field, v_key, p_session.id, p_session.user_id, coalesce(memsub.current_user_id()::text, 'none')
+                using errcode = '42501', column = p_field;
+        end if;
     end loop;
 end
 $_$;
 
 ALTER FUNCTION memsub._check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) IS 'Internal: checks that every key of a state delta is a temp:, session:<this session>: or user:<session user>: key (22023 for a malformed key or a user: key whose namespace is longer than a memory namespace, 512 characters; 42501 for another session''s or user''s key or an app:/project: key).';
+COMMENT ON FUNCTION memsub._check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) IS 'Internal: checks that every key of a state delta is a temp:, session:<this session>: or user:<session user>: key (22023 for a malformed key or a user: key whose namespace is longer than a memory namespace, 512 characters; 42501 for another session''s or user''s key, a user: key written by a context of another user than the session''s (unless admin), or an app:/project: key).';
 
 CREATE FUNCTION memsub._check_stored_time(p_value timestamp with time zone, p_field text) RETURNS timestamp with time zone
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -1695,6 +1704,44 @@ $$;
 ALTER FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) IS 'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts only; chunks are few next to embeddings).';
+
+CREATE FUNCTION memsub._close_node_edges(p_tenant uuid, p_node_type text, p_node uuid) RETURNS integer
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_key     text := p_node::text;  -- a UUID's text is its own matching form (memsub.normalize_text)
+    v_ids     uuid[];
+    v_changed integer;
+    v_dropped integer;
+begin
+    -- The windows still holding now or later, each end by its own index (the exclusion constraint's for the
+    -- source, idx_entity_relationships_target for the target): usually none.
+    select coalesce(array_agg(distinct e.relationship_id), '{}') into v_ids from (
+        select r.relationship_id from memsub.entity_relationships r
+         where r.tenant_id = p_tenant and r.source_key = v_key and r.source_type = p_node_type
+           and r.valid_period && tstzrange(now(), null, '[)')
+        union all
+        select r.relationship_id from memsub.entity_relationships r
+         where r.tenant_id = p_tenant and r.target_key = v_key and r.target_type = p_node_type
+           and r.valid_period && tstzrange(now(), null, '[)')) e;
+    if cardinality(v_ids) = 0 then
+        return 0;
+    end if;
+    -- A window that would only start at or after the supersession never holds: it goes.
+    delete from memsub.entity_relationships r
+     where r.tenant_id = p_tenant and r.relationship_id = any(v_ids) and lower(r.valid_period) >= now();
+    get diagnostics v_dropped = row_count;
+    update memsub.entity_relationships r set valid_period = tstzrange(lower(r.valid_period), now(), '[)')
+     where r.tenant_id = p_tenant and r.relationship_id = any(v_ids) and lower(r.valid_period) < now();
+    get diagnostics v_changed = row_count;
+    return v_changed + v_dropped;
+end
+$$;
+
+ALTER FUNCTION memsub._close_node_edges(p_tenant uuid, p_node_type text, p_node uuid) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._close_node_edges(p_tenant uuid, p_node_type text, p_node uuid) IS 'Internal: ends, at the transaction''s time, every window of the tenant''s edges whose source or target is this Document or Memory node (a superseded document version or memory entry) and that still holds then, whoever may see those edges (owned by memsub_retrieval_owner, BYPASSRLS); a window that would start only then or later is deleted. Returns the number of windows changed. Executable only by memsub_owner, whose callers pass their context''s tenant.';
 
 CREATE FUNCTION memsub._context_mac(p_key_id text, p_message text) RETURNS bytea
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -3024,7 +3071,7 @@ declare
 begin
     select i.org_id, i.expires_at into v_owner, v_expires from memsub.langgraph_store_items i
      where i.tenant_id = v_tenant and i.namespace_key = p_namespace_key and i.key = p_key;
-    if not found or v_owner is not distinct from memsub.current_org_id() then
+    if not found then
         return false;
     end if;
     if v_expires <= now() then
@@ -3033,13 +3080,13 @@ begin
            and i.expires_at <= now();
         return false;
     end if;
-    return true;
+    return v_owner is distinct from memsub.current_org_id();
 end
 $$;
 
 ALTER FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) IS 'Internal: whether the live LangGraph store item at namespace_key and key of the context tenant was written from another context (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). Another context''s expired item there is deleted, with its vectors, and holds the key no longer (false). Executable only by memsub_owner.';
+COMMENT ON FUNCTION memsub._langgraph_store_item_owned_elsewhere(p_namespace_key text, p_key text) IS 'Internal: whether the live LangGraph store item at namespace_key and key of the context tenant was written from another context (another organization, or tenant-wide for an organization and the other way round), whoever may see it (owned by memsub_retrieval_owner, BYPASSRLS). An expired item there, of any context, is deleted, with its vectors, and holds the key no longer (false). Executable only by memsub_owner.';
 
 CREATE FUNCTION memsub._langgraph_store_key_range(p_tenant uuid, p_labels text[], OUT low text, OUT high text) RETURNS record
     LANGUAGE plpgsql STABLE
@@ -4942,6 +4989,7 @@ declare
     v_row      memsub.memory_entries;
     v_previous memsub.memory_entries;
     v_column   text;
+    v_superseded uuid;  -- the version this one supersedes
 begin
     -- Under REPEATABLE READ or SERIALIZABLE a version committed after the transaction's snapshot is invisible to
     -- the read below, and the insert meets it in the unique key: PostgreSQL raises its own 40001, naming nothing.
@@ -5009,7 +5057,7 @@ begin
     -- Once, or again after a concurrent version when the write is last-write-wins (each pass reads what has been
     -- committed by then).
     loop
-        select m.version, m.is_deleted into v_current, v_deleted
+        select m.version, m.is_deleted, m.id into v_current, v_deleted, v_superseded
           from memsub.memory_entries m
          where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
          order by m.version desc limit 1;
@@ -5054,6 +5102,11 @@ begin
         update memsub.memory_entries m set is_deleted = true
          where m.tenant_id = v_tenant and m.namespace = p_namespace and m.key = p_key
            and m.version < v_row.version and not m.is_deleted;
+    end if;
+    -- The graph's edges naming the superseded version stop holding now (sql/420_temporal_graph.sql). The version
+    -- read last is the one before v_row: a concurrent version read again in the loop is superseded in its turn.
+    if v_superseded is not null then
+        perform memsub._close_node_edges(v_tenant, 'Memory', v_superseded);
     end if;
     perform memsub._audit_record(p_operation, p_session_id => v_session, p_memory_entry_id => v_row.id,
         p_namespace => p_namespace, p_key => p_key, p_version => v_row.version, p_tenant_id => v_tenant,
@@ -5263,6 +5316,19 @@ $$;
 ALTER FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) IS 'Internal: the visible task of the context tenant with this id (optionally locked, after a key share of its session); raises 23502 naming task_id when the id is NULL and p_errcode naming task_id when there is none (P0002 for the task acted on, 23503 for a task referred to).';
+
+CREATE FUNCTION memsub._task_next_statuses(p_status text) RETURNS text[]
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select case when p_status = 'pending' then array['running'] || memsub.task_final_statuses()
+                when p_status = 'running' then memsub.task_final_statuses()
+                else '{}'::text[] end
+$$;
+
+ALTER FUNCTION memsub._task_next_statuses(p_status text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._task_next_statuses(p_status text) IS 'Internal to task_set_status: the statuses a task at this status may move to. A pending task may start (running) or end (a final status), a running task may end; a final status (memsub.task_final_statuses()) moves nowhere, and no status moves to itself or back to pending.';
 
 CREATE FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) RETURNS uuid[]
     LANGUAGE sql STABLE
@@ -5870,6 +5936,12 @@ begin
         raise exception 'memsub.agent_session_get_items: session_id must be a non-empty string'
             using errcode = '22023', column = 'session_id';
     end if;
+    -- Read where it is written (_agent_session_lock): from another context the session is refused, not empty.
+    if memsub._agent_session_owned_elsewhere(p_session_id) then
+        raise exception 'session "%" is written from another context (another organization''s, or the tenant-wide '
+                        'one): it is read there only', p_session_id
+            using errcode = '42501', column = 'session_id';
+    end if;
     -- NULL reads the whole history (the SDK's "no limit"), 0 reads nothing; a negative limit, which the SDK's
     -- sessions read differently (SQLite: all, Redis and SQLAlchemy: none), is refused, and so is one over max_rows.
     if p_limit < 0 then
@@ -5895,7 +5967,7 @@ $$;
 
 ALTER FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) IS 'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; NULL: all). 22023 naming session_id when blank, limit when negative; 54000 naming limit over max_rows.';
+COMMENT ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) IS 'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; NULL: all). 22023 naming session_id when blank, limit when negative; 54000 naming limit over max_rows; 42501 naming session_id when the session is written from another context (another organization''s, or the tenant-wide one), as its writers are.';
 
 CREATE FUNCTION memsub.agent_session_pop_item(p_session_id text) RETURNS json
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6099,6 +6171,10 @@ begin
         perform memsub._check_object_keys(v_entity, v_field,
                                           array['entity_id', 'entity_type', 'attributes', 'confidence'],
                                           '{entity_id, entity_type, attributes, confidence}', 'an entity change');
+        -- A field given as JSON null is that field left out, for every field alike: the entity keeps its type,
+        -- attributes and confidence (a new one takes the defaults and still needs a type), a change without an id
+        -- has none. Only inside attributes does a JSON null mean something: it removes that attribute.
+        v_entity := v_entity - array(select f.key from jsonb_each(v_entity) as f where f.value = 'null'::jsonb);
         v_id := memsub._require_text(memsub._check_json_type(v_entity -> 'entity_id', 'string', v_field || '.entity_id') #>> '{}',
                                     v_field || '.entity_id');
         perform memsub._check_key_bytes(v_field || '.entity_id', v_id);
@@ -6137,7 +6213,7 @@ begin
         -- concurrent update that created it is seen; otherwise a new entity, named as given.
         v_id := coalesce(memsub._world_model_entity_named(v_tenant, v_ids[v_position + 1]), v_ids[v_position + 1]);
         v_type := v_types[v_position + 1];
-        v_attrs := coalesce(v_entity -> 'attributes', '{}');
+        v_attrs := coalesce(nullif(v_entity -> 'attributes', 'null'::jsonb), '{}');
         v_removed := array(select a.key from jsonb_each(v_attrs) as a where a.value = 'null'::jsonb);
         update memsub.world_model_entities w
            set entity_type = coalesce(v_type, w.entity_type),
@@ -6180,7 +6256,7 @@ $$;
 
 ALTER FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) IS 'Applies an insight to the tenant''s world model atomically: entities [{entity_id, entity_type, attributes, confidence}] are created (version 1) or updated (version + 1, attributes merged, a JSON null removes a key); an entity_id matching an entity''s name (memsub.normalize_text) updates that entity, and naming one entity twice in an update, in any spelling, is refused (22023). The state version goes from n to n + 1 and the update is recorded. With expected_version, a world model at another version raises 40001 and nothing changes. Any error changes nothing.';
+COMMENT ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) IS 'Applies an insight to the tenant''s world model atomically: entities [{entity_id, entity_type, attributes, confidence}] are created (version 1) or updated (version + 1, attributes merged, a JSON null removes a key); a field of a change given as JSON null counts as left out (the stored or default value stays; an id or a new entity''s type is then missing: 23502); an entity_id matching an entity''s name (memsub.normalize_text) updates that entity, and naming one entity twice in an update, in any spelling, is refused (22023). The state version goes from n to n + 1 and the update is recorded. With expected_version, a world model at another version raises 40001 and nothing changes. Any error changes nothing.';
 
 CREATE TABLE memsub.knowledge_facts (
     fact_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -7352,6 +7428,8 @@ begin
          where e.tenant_id = v_tenant and e.packet_id = v_latest.packet_id
            and e.embedding_type = 'content' and e.chunk_index >= 1;
         perform memsub._document_chunks_unlink(v_latest.id);
+        -- The graph's edges naming the superseded version stop holding now (sql/420_temporal_graph.sql).
+        perform memsub._close_node_edges(v_tenant, 'Document', v_latest.id);
     end if;
 
     insert into memsub.document_chunks (tenant_id, document_id, chunk_index, content, page, start_char, end_char,
@@ -8847,9 +8925,9 @@ begin
 end
 $$;
 
-ALTER FUNCTION memsub.langgraph_store_sweep() OWNER TO memsub_owner;
+ALTER FUNCTION memsub.langgraph_store_sweep() OWNER TO memsub_expiry_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_sweep() IS 'Deletes the context tenant''s expired LangGraph store items (and their vectors); returns how many.';
+COMMENT ON FUNCTION memsub.langgraph_store_sweep() IS 'Deletes the context tenant''s expired LangGraph store items (and their vectors) that its context may see; returns how many. Runs as memsub_expiry_owner, which alone sees expired items.';
 
 CREATE FUNCTION memsub.langgraph_thread_copy(p_source_thread_id text, p_target_thread_id text) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -10240,7 +10318,8 @@ begin
             memsub._check_limit(cardinality(p_tags), 'max_tags', 'tags'),
             memsub._check_limit((select max(length(t)) from unnest(p_tags) as t), 'max_tag_chars', 'tags');
     perform memsub._check_no_null_elements(p_tags, 'tags');
-    perform memsub._check_no_blank_elements(p_entities, 'entities');
+    -- A blank name names nothing, in either list (a packet's blank tag and a blank tag filter are refused too).
+    perform memsub._check_no_blank_elements(p_entities, 'entities'), memsub._check_no_blank_elements(p_tags, 'tags');
     perform memsub._check_one_of(p_reflection_type, memsub.reflection_types(), 'reflection_type');
     -- Required, not blank, and stored as given: content says something (its line breaks too); only names are
     -- stored in their trimmed form.
@@ -10261,7 +10340,7 @@ begin
     values (
         memsub._optional_text(p_task_id), p_reflection_type, p_content, p_context,
         coalesce(p_entities, '{}'),
-        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t where not memsub._is_blank(t) order by t),
+        array(select distinct t from unnest(coalesce(p_tags, '{}')) as t order by t),
         coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5), coalesce(p_priority, 'medium'),
         memsub._optional_text(coalesce(p_source_agent, v_packet.routing ->> 'agent')), p_source_packet, p_vector,
         -- a reflection drawn from an expiring packet expires with it at the latest
@@ -10275,7 +10354,7 @@ $$;
 
 ALTER FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet (a shared one: 22023 otherwise) and expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023); a blank entity is refused (22023 naming entities[i]), a blank tag left out.';
+COMMENT ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content text, p_context text, p_entities text[], p_tags text[], p_confidence double precision, p_priority text, p_source_agent text, p_source_packet uuid, p_task_id text, p_vector public.vector, p_expires_at timestamp with time zone) IS 'Records a lesson learned: type (lesson, pattern, failure, success, insight, improvement, false_constraint), priority (critical, high, medium, low), optional embedding, source packet (a shared one: 22023 otherwise) and expiry (at the latest the source packet''s). The content is stored as given (NULL: 23502; blank: 22023); a blank entity or tag is refused (22023 naming entities[i] or tags[i]); the tags are stored sorted, each once.';
 
 CREATE FUNCTION memsub.summary_scope_types() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -11968,6 +12047,7 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
     v_task   memsub.tasks;
     v_type   text;
+    v_parent_status text;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('type', p_type, 'session_id', p_session_id),
@@ -11977,13 +12057,27 @@ begin
     if p_session_id is not null then
         perform memsub._require_active_session(memsub._session_lookup(p_session_id, 'key share', '23503'));
     end if;
-    if p_parent_task_id is not null
-       and not exists (select from memsub.tasks t where t.tenant_id = v_tenant and t.id = p_parent_task_id) then
-        raise exception 'parent task % does not exist or is not visible', p_parent_task_id
-            using errcode = '23503', column = 'parent_task_id';
+    if p_parent_task_id is not null then
+        -- A key share of the parent (which the new row's foreign key takes anyway) holds off a concurrent status
+        -- change until this transaction ends, and one that committed first is the status read here.
+        select t.status into v_parent_status from memsub.tasks t
+         where t.tenant_id = v_tenant and t.id = p_parent_task_id
+           for key share;
+        if not found then
+            raise exception 'parent task % does not exist or is not visible', p_parent_task_id
+                using errcode = '23503', column = 'parent_task_id';
+        end if;
+        -- A finished task takes no more work, as a terminated session takes no more tasks.
+        if v_parent_status = any(memsub.task_final_statuses()) then
+            raise exception 'parent task % is already %: a finished task takes no sub-task', p_parent_task_id,
+                v_parent_status
+                using errcode = '55000', column = 'parent_task_id';
+        end if;
     end if;
     insert into memsub.tasks as t (tenant_id, org_id, user_id, type, payload, session_id, parent_task_id)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_type, coalesce(p_payload, '{}'),
+    -- JSON null is no payload, as SQL NULL is: the default {} (the client leaves None out, which is the same).
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_type,
+            coalesce(nullif(p_payload, 'null'::jsonb), '{}'),
             p_session_id, p_parent_task_id)
     returning t.* into v_task;
     perform memsub._audit_record('task_create', p_session_id => p_session_id, p_task_id => v_task.id,
@@ -11995,7 +12089,7 @@ $$;
 
 ALTER FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) IS 'Creates a pending task of a type (stored trimmed, each run of whitespace one space), optionally in an active session and under a parent task (23503 naming session_id or parent_task_id when unknown). Audited as task_create.';
+COMMENT ON FUNCTION memsub.task_create(p_type text, p_payload jsonb, p_session_id text, p_parent_task_id bigint) IS 'Creates a pending task of a type (stored trimmed, each run of whitespace one space) with a payload (any JSON; NULL or JSON null is the default {}), optionally in an active session and under a pending or running parent task (23503 naming session_id or parent_task_id when unknown; 55000 naming parent_task_id when the parent is completed, failed or cancelled). Audited as task_create.';
 
 CREATE FUNCTION memsub.task_link_session(p_task_id bigint, p_session_id text) RETURNS memsub.tasks
     LANGUAGE plpgsql SECURITY DEFINER
@@ -12049,9 +12143,20 @@ begin
             coalesce(p_status, 'NULL')
             using errcode = '22023', column = 'status';
     end if;
+    -- The error says what went wrong: stored as given (its line breaks too), and a blank one says nothing.
+    if memsub._is_blank(p_error) then
+        raise exception 'field "error" must not be blank' using errcode = '22023', column = 'error';
+    end if;
     v_task := memsub._task_lookup(p_task_id, true, 'P0002');
-    if v_task.status = any(memsub.task_final_statuses()) then
-        raise exception 'task % is already %', p_task_id, v_task.status
+    -- A task moves forward only: a pending task starts (running) or ends, a running task ends, and a final status
+    -- (completed, failed, cancelled) is never left. Staying where it is is no move either: it would record a
+    -- status change that changed nothing, and a second worker starting a running task would not be told.
+    if p_status <> all(memsub._task_next_statuses(v_task.status)) then
+        raise exception 'task % cannot move from % to %: %', p_task_id, v_task.status, p_status,
+            case when v_task.status = any(memsub.task_final_statuses())
+                 then format('%s is final', v_task.status)
+                 else format('a %s task moves only to %s', v_task.status,
+                             memsub._alternatives(memsub._task_next_statuses(v_task.status))) end
             using errcode = '55000', column = 'status';
     end if;
     if p_error is not null and p_status <> 'failed' then
@@ -12061,7 +12166,8 @@ begin
     v_before := v_task.status;
     update memsub.tasks t
        set status = p_status,
-           result = coalesce(p_result, t.result),
+           -- JSON null is no result, as SQL NULL is: the result stays what it was.
+           result = coalesce(nullif(p_result, 'null'::jsonb), t.result),
            error = coalesce(p_error, t.error),
            completed_at = case when p_status = any(memsub.task_final_statuses()) then now() end
      where t.tenant_id = v_tenant and t.id = p_task_id
@@ -12075,7 +12181,7 @@ $$;
 
 ALTER FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) IS 'Moves a task to a new status (completed, failed and cancelled are final and set completed_at), storing its result or error. 55000 when the task is already final. Audited as task_status.';
+COMMENT ON FUNCTION memsub.task_set_status(p_task_id bigint, p_status text, p_result jsonb, p_error text) IS 'Moves a task forward to a new status, storing its result or error: pending to running or to a final status (completed, failed, cancelled: they set completed_at), running to a final status. Any other move (back, to the same status, out of a final status) is 55000 naming status, the message giving both statuses. The error (status failed only) is stored as given; a blank one is 22023 naming error. A NULL or JSON null result leaves the result as it was. Audited as task_status.';
 
 CREATE FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone DEFAULT NULL::timestamp with time zone, p_valid_until timestamp with time zone DEFAULT NULL::timestamp with time zone, p_confidence double precision DEFAULT 0.5, p_evidence jsonb DEFAULT '[]'::jsonb, p_source_type text DEFAULT 'Entity'::text, p_target_type text DEFAULT 'Entity'::text, p_source_packet uuid DEFAULT NULL::uuid) RETURNS memsub.entity_relationships
     LANGUAGE plpgsql SECURITY DEFINER
@@ -12696,10 +12802,23 @@ begin
                    -- the window lives as long as its latest observation's packet (never without an expiring packet)
                    ttl = memsub._later_expiry(r.ttl, excluded.ttl)
             returning r.* into v_edge;
+            -- In a transaction that deferred the exclusion constraint (SET CONSTRAINTS ... DEFERRED) that overlap
+            -- would only fail at COMMIT, naming nothing and losing every write of the transaction: the new window
+            -- is looked for here too (this statement sees the close that committed while the insert waited), and
+            -- the statement runs once more as above. A reinforced window is unchanged and overlaps nothing.
+            if v_edge.mention_count = 1 and exists (
+                    select from memsub.entity_relationships h
+                     where h.tenant_id = v_tenant and h.source_key = v_source_key and h.relationship_type = v_type
+                       and h.target_key = v_target_key and h.relationship_id <> v_edge.relationship_id
+                       and h.valid_period && v_edge.valid_period) then
+                raise exclusion_violation;
+            end if;
             return v_edge;
         exception when exclusion_violation then
             if v_attempt = 2 then
-                raise;
+                raise exception 'edge (%)-[%]->(%): its new window overlaps a validity window of the same edge '
+                                'written concurrently', v_source, v_type, v_target
+                    using errcode = '23P01', column = 'valid_period';
             end if;
         end;
     end loop;
@@ -12708,7 +12827,7 @@ $$;
 
 ALTER FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) IS 'Records one observation of an edge (source)-[type]->(target) in its current (open) validity window. New edge: mention_count 1, valid from the observation (seen_at, else the source packet''s time, but no later than the transaction''s start, so the transaction reads it back). Known edge: mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent evidence: never decreases, approaches 1). Entity names are trimmed and match by memsub.normalize_text (the first spelling is kept); the type is lower case. The window expires with the packets that observed it (the latest of their ttl; never once observed without an expiring packet); an expired edge observed again starts afresh. Race-free (a single INSERT ... ON CONFLICT DO UPDATE).';
+COMMENT ON FUNCTION memsub.upsert_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_confidence double precision, p_source_packet uuid, p_seen_at timestamp with time zone) IS 'Records one observation of an edge (source)-[type]->(target) in its current (open) validity window. New edge: mention_count 1, valid from the observation (seen_at, else the source packet''s time, but no later than the transaction''s start, so the transaction reads it back). Known edge: mention_count + 1, last_seen = latest observation, confidence = 1 - (1 - old) * (1 - new) (independent evidence: never decreases, approaches 1). Entity names are trimmed and match by memsub.normalize_text (the first spelling is kept); the type is lower case. The window expires with the packets that observed it (the latest of their ttl; never once observed without an expiring packet); an expired edge observed again starts afresh. Race-free (a single INSERT ... ON CONFLICT DO UPDATE); a window closed concurrently while it waited makes it open the new one after the close, also in a transaction that deferred the exclusion constraint (23P01, column valid_period, should it overlap again).';
 
 CREATE FUNCTION memsub.vector_dimension() RETURNS integer
     LANGUAGE sql STABLE PARALLEL SAFE
@@ -16264,6 +16383,10 @@ COMMENT ON POLICY admin_report_visibility ON memsub.importance_learning_runs IS 
 
 ALTER TABLE memsub.agent_memory_events ENABLE ROW LEVEL SECURITY;
 
+CREATE POLICY agent_session_context ON memsub.agent_session_items AS RESTRICTIVE USING (((NOT (org_id IS DISTINCT FROM ( SELECT memsub.current_org_id() AS current_org_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin))) WITH CHECK (((NOT (org_id IS DISTINCT FROM ( SELECT memsub.current_org_id() AS current_org_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+
+COMMENT ON POLICY agent_session_context ON memsub.agent_session_items IS 'A session''s items are visible to the context that writes them: the organization''s, or the tenant-wide context (not to the organizations, as org_isolation alone would); admins pass.';
+
 ALTER TABLE memsub.agent_session_items ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.agents ENABLE ROW LEVEL SECURITY;
@@ -16369,6 +16492,10 @@ COMMENT ON POLICY not_expired ON memsub.entity_relationships IS 'An edge window 
 CREATE POLICY not_expired ON memsub.knowledge_facts AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone)) OR ( SELECT (CURRENT_USER = 'memsub_expiry_owner'::name))));
 
 COMMENT ON POLICY not_expired ON memsub.knowledge_facts IS 'A fact whose supporting packets have all expired is never read (only memsub_expiry_owner, for purging, sees it).';
+
+CREATE POLICY not_expired ON memsub.langgraph_store_items AS RESTRICTIVE FOR SELECT USING (((expires_at IS NULL) OR (expires_at > ( SELECT now() AS now)) OR ( SELECT (CURRENT_USER = 'memsub_expiry_owner'::name))));
+
+COMMENT ON POLICY not_expired ON memsub.langgraph_store_items IS 'A LangGraph store item whose expires_at has passed is never read (only memsub_expiry_owner, which sweeps, sees it).';
 
 CREATE POLICY not_expired ON memsub.memory_embeddings AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone))));
 
@@ -16924,6 +17051,9 @@ REVOKE ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_lim
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._close_node_edges(p_tenant uuid, p_node_type text, p_node uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._close_node_edges(p_tenant uuid, p_node_type text, p_node uuid) TO memsub_owner;
+
 REVOKE ALL ON FUNCTION memsub._context_mac(p_key_id text, p_message text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) FROM PUBLIC;
@@ -17245,6 +17375,8 @@ GRANT SELECT ON TABLE memsub.tasks TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._task_next_statuses(p_status text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._thread_packet_ids(p_thread_id uuid, p_limit integer, p_after_cursor bigint) TO memsub_analyst;
@@ -17358,11 +17490,15 @@ GRANT ALL ON FUNCTION memsub.checkpoint_save(p_task_id bigint, p_state jsonb, p_
 REVOKE ALL ON FUNCTION memsub.graph_node_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.graph_node_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.graph_node_types() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.graph_node_types() TO memsub_retrieval_owner;
 
 GRANT SELECT,DELETE ON TABLE memsub.entity_relationships TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_app;
 GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.entity_relationships TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_view_owner;
+
+GRANT UPDATE(valid_period) ON TABLE memsub.entity_relationships TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.close_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_until timestamp with time zone) TO memsub_app;
@@ -17938,6 +18074,7 @@ GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_analyst;
 
 GRANT SELECT,DELETE ON TABLE memsub.langgraph_store_items TO memsub_retrieval_owner;
+GRANT SELECT,DELETE ON TABLE memsub.langgraph_store_items TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_analyst;
 

@@ -838,12 +838,12 @@ def _check_internal_names(dsn: str, before: dict[int, str]) -> None:
     assert [d.describe() for d in differences if (d.kind, d.attribute) != ("role", "members")] == []
 
 
-def _views_before_2_48_0(dsn: str, migrator: Migrator) -> None:
-    """A database at the release before 2.48.0 whose mv_agent_recent_important and mv_entity_graph were refreshed
+def _views_before_2_47_0(dsn: str, migrator: Migrator) -> None:
+    """A database at the release before 2.47.0 whose mv_agent_recent_important and mv_entity_graph were refreshed
     over a recent important packet of an agent, an open edge and an edge valid now whose end is known (which
     mv_entity_graph then left out)."""
     versions = [m.version_text for m in migrator.migrations]
-    migrator.migrate(versions[versions.index("2.48.0") - 1])
+    migrator.migrate(versions[versions.index("2.47.0") - 1])
     one = str(uuid.UUID(int=1))
     now = datetime.now(UTC)
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -862,7 +862,7 @@ def _views_before_2_48_0(dsn: str, migrator: Migrator) -> None:
             conn.execute(f"refresh materialized view memsub.{view}")
 
 
-def _check_views_2_48_0(dsn: str, _: Any = None) -> None:
+def _check_views_2_47_0(dsn: str, _: Any = None) -> None:
     with psycopg.connect(dsn) as conn:
         populated = conn.execute("select relname, relispopulated from pg_class where relnamespace = "
                                  "'memsub'::regnamespace and relkind = 'm' order by 1").fetchall()
@@ -896,7 +896,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.44.0 keeps the snapshots taken before it": (_snapshots_at_2_43_0, _check_snapshots),
     "2.45.0 reads the graph written before it in index order": (_graph_at_2_44_0, _check_graph_reads),
     "2.46.0 renames the internal routines in place": (_old_names_at_2_45_0, _check_internal_names),
-    "2.48.0 rebuilds two materialized views and fills them again": (_views_before_2_48_0, _check_views_2_48_0),
+    "2.47.0 rebuilds two materialized views and fills them again": (_views_before_2_47_0, _check_views_2_47_0),
 }
 
 
@@ -967,7 +967,7 @@ FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
     "2.45.0 reads the graph written before it in index order": (("entity_relationships", "knowledge_facts"), True),
     # No table changes: packet_store stands for them; the renames need the installer to own the routines.
     "2.46.0 renames the internal routines in place": (("packet_store",), True),
-    "2.48.0 rebuilds two materialized views and fills them again": (("entity_relationships", "packet_store"), True),
+    "2.47.0 rebuilds two materialized views and fills them again": (("entity_relationships", "packet_store"), True),
 }
 
 

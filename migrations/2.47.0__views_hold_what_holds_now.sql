@@ -1,4 +1,4 @@
--- memsub 2.48.0: two materialized views hold what holds now, whoever refreshes them.
+-- memsub 2.47.0: two materialized views hold what holds now, whoever refreshes them.
 --
 -- * mv_agent_recent_important: "recent" is the 720 hours (30 × 24 h) before the refresh. It was
 --   now() - interval '30 days', which timestamptz arithmetic takes as 30 calendar days in the refreshing
