@@ -807,7 +807,8 @@ RENAMED_IN_2_46_0 = (
 
 def _old_names_at_2_45_0(dsn: str, migrator: Migrator) -> dict[int, str]:
     """A database before 2.46.0, whose re-runnable SQL created the internal routines without `_`: the head
-    installed, each of them renamed back, and 2.46.0 taken off the history (a release ships only its own sql/).
+    installed, each of them renamed back, and 2.46.0 and later taken off the history (a release ships only its own
+    sql/).
     Returns each routine's oid and old name."""
     migrator.migrate()
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -817,7 +818,8 @@ def _old_names_at_2_45_0(dsn: str, migrator: Migrator) -> dict[int, str]:
         assert sorted(name for _, _, name in rows) == sorted(RENAMED_IN_2_46_0)
         for _, signature, name in rows:
             conn.execute(sql.SQL("alter routine {} rename to {}").format(sql.SQL(signature), sql.Identifier(name)))
-        conn.execute("delete from memsub.schema_history where version = '2.46.0'")
+        # 2.46.0 and the releases after it (which it must come before) off the history, as at 2.45.0.
+        conn.execute("delete from memsub.schema_history where version_order >= '{2,46,0}'")
     return {oid: name for oid, _, name in rows}
 
 
