@@ -243,3 +243,15 @@ def test_the_binary_check_finds_a_type_without_binary_output(db: Any) -> None:
         for type_name in ("aclitem", "aclitem[]", "pg_class"):
             oid = conn.execute("select %s::regtype::oid", [type_name]).fetchone()[0]
             assert conn.execute(SENDABLE, [[oid]]).fetchall() == [("aclitem",)], type_name
+
+
+def test_one_routine_per_name(db: Any) -> None:
+    """Why untyped calls resolve: no public routine of memsub has an overload, and none shares its name with a
+    routine of another schema, which a call without the schema (``search_path`` set to memsub) could find
+    first (pg_catalog is searched before it) or alongside it."""
+    with db.connect() as conn:
+        shared = conn.execute("""
+            select m.oid::regprocedure::text, o.oid::regprocedure::text
+              from pg_proc m join pg_proc o on o.proname = m.proname and o.oid <> m.oid
+             where m.pronamespace = 'memsub'::regnamespace and m.proname !~ '^_' order by 1, 2""").fetchall()
+    assert shared == []
