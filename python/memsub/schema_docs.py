@@ -93,7 +93,7 @@ def sql_reference(dsn: str) -> str:
     """Markdown reference of the public routines of the installation at ``dsn``."""
     with psycopg.connect(dsn) as conn:
         rows = conn.execute(
-            "select p.proname, pg_catalog.pg_get_function_identity_arguments(p.oid),"
+            "select p.proname, pg_catalog.pg_get_function_arguments(p.oid),"
             "       case p.prokind when 'p' then null else pg_catalog.pg_get_function_result(p.oid) end,"
             "       p.prosecdef, coalesce(pg_catalog.obj_description(p.oid, 'pg_proc'), ''),"
             "       array(select r.rolname from pg_catalog.pg_roles r"
@@ -101,7 +101,8 @@ def sql_reference(dsn: str) -> str:
             "                and pg_catalog.has_function_privilege(r.oid, p.oid, 'EXECUTE') order by r.rolname)"
             "  from pg_catalog.pg_proc p"
             " where p.pronamespace = 'memsub'::regnamespace and p.proname !~ '^_'"
-            " order by p.proname, 2", [list(CLIENT_ROLES)]).fetchall()
+            " order by p.proname, pg_catalog.pg_get_function_identity_arguments(p.oid)",
+            [list(CLIENT_ROLES)]).fetchall()
     areas = _areas()
     grouped: dict[str, list[str]] = {}
     for name, arguments, result, definer, comment, roles in rows:
@@ -114,7 +115,9 @@ def sql_reference(dsn: str) -> str:
              "Generated from a fresh installation's catalog by `make schema` (`python -m memsub.schema_docs`); "
              "tests/operations/test_generated_docs.py fails while it is stale. Each routine's text is its "
              "`COMMENT ON`. Internal helpers (names starting with `_`) are left out: they are not part of the API. "
-             "Routines are grouped by memory area, then by the `sql/` file that defines them.\n"]
+             "Routines are grouped by memory area, then by the `sql/` file that defines them. An argument with a "
+             "`DEFAULT` may be left out: by position only from the end, by name (`p_k => 5`) in any combination "
+             "([client.md](client.md), \"From other languages\").\n"]
     file_areas = _file_areas()
     area = None
     for stem in sorted(grouped):

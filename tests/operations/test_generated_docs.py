@@ -45,3 +45,14 @@ def test_the_lint_requires_a_comment_on_each_view_column(tmp_path):
                       "comment on column memsub.v.tenant_id is 'x';\n")
     problems = [problem.message for problem in lint([source])]
     assert problems == ["column memsub.v.n has no comment on", "column memsub.v.timestamp has no comment on"]
+
+
+def test_the_reference_shows_which_arguments_may_be_left_out(db):
+    """A caller in psql or another language learns from the reference which arguments have a default: those may
+    be left out, by position from the end and by name in any combination (docs/client.md)."""
+    found = sql_reference(db.dsn())
+    assert "#### `memsub.set_context(p_tenant_id uuid, p_org_id uuid DEFAULT NULL::uuid," in found
+    assert "p_roles text[] DEFAULT '{}'::text[]" in found
+    assert "(p_query vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text," in found
+    assert "#### `memsub.refresh_memory_views(INOUT run_id uuid DEFAULT NULL::uuid)`" in found
+    assert "may be left out" in found.split("\n## ", 1)[0]
