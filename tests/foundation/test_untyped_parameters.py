@@ -246,12 +246,22 @@ def test_the_binary_check_finds_a_type_without_binary_output(db: Any) -> None:
 
 
 def test_one_routine_per_name(db: Any) -> None:
-    """Why untyped calls resolve: no public routine of memsub has an overload, and none shares its name with a
+    """Why untyped calls resolve: no public routine of memsub has an overload, none shares its name with a
     routine of another schema, which a call without the schema (``search_path`` set to memsub) could find
-    first (pg_catalog is searched before it) or alongside it."""
+    first (pg_catalog is searched before it) or alongside it, and none takes or returns a pseudo-type."""
     with db.connect() as conn:
         shared = conn.execute("""
             select m.oid::regprocedure::text, o.oid::regprocedure::text
               from pg_proc m join pg_proc o on o.proname = m.proname and o.oid <> m.oid
              where m.pronamespace = 'memsub'::regnamespace and m.proname !~ '^_' order by 1, 2""").fetchall()
+        # a pseudo-type (anyelement, anyarray, "any", a bare record) cannot be typed from an unknown argument
+        # (42P18), nor a bare record result described without a column definition list
+        pseudo = conn.execute("""
+            select p.oid::regprocedure::text, t.oid::regtype::text
+              from pg_proc p
+              join pg_type t on t.oid = any(p.proargtypes::oid[] || p.prorettype)
+             where p.pronamespace = 'memsub'::regnamespace and p.proname !~ '^_' and t.typtype = 'p'
+               and t.oid <> 'void'::regtype and not (t.oid = 'record'::regtype and p.proallargtypes is not null)
+             order by 1""").fetchall()
     assert shared == []
+    assert pseudo == []
