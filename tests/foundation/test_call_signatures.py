@@ -19,7 +19,7 @@ from psycopg.conninfo import make_conninfo
 
 from memsub import _calls, signatures
 from memsub.client import TenantSession
-from memsub.errors import LocalValidationError
+from memsub.errors import LimitExceeded, LocalValidationError
 from memsub.integrations.openai_agents import MemsubSession
 
 from doc_helpers import DIMENSION, tenant_session
@@ -116,8 +116,13 @@ def test_a_statement_naming_its_arguments_is_checked_the_same_way(db):
                 asyncio.run(session.get_items(limit=limit))  # type: ignore[arg-type]
             assert (refused.value.field, refused.value.sqlstate) == ("limit", sqlstate)
             assert "limit" in str(refused.value)
-        assert asyncio.run(session.get_items(limit=2**31 - 1)) == []
-        assert asyncio.run(session.get_items(limit=2**31)) == []  # past an integer: every item, as the SDK reads
+        # Over max_rows the server refuses it; past an integer the client does, before anything is sent.
+        with pytest.raises(LimitExceeded) as over:
+            asyncio.run(session.get_items(limit=2**31 - 1))
+        assert (over.value.field, over.value.sqlstate) == ("limit", "54000")
+        with pytest.raises(LocalValidationError) as refused:
+            asyncio.run(session.get_items(limit=2**31))
+        assert (refused.value.field, refused.value.sqlstate) == ("limit", "22003")
     finally:
         session.close()
     statement = "select * from memsub.get_thread(p_thread_id => %s, p_limit => %s)"
