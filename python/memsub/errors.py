@@ -40,7 +40,9 @@ class ImmutableError(MemsubError):
 class ConflictError(MemsubError):
     """A concurrent change got there first, e.g. the world model is not at the expected version (SQLSTATE 40001),
     or a concurrent run of the same work held its lock past lock_timeout (SQLSTATE 55P03), or two transactions
-    waited for each other and PostgreSQL aborted this one (SQLSTATE 40P01). Retrying may succeed."""
+    waited for each other and PostgreSQL aborted this one (SQLSTATE 40P01), or the statement was cancelled: it ran
+    past the session's statement_timeout, often waiting for a lock, or an administrator cancelled it
+    (pg_cancel_backend; SQLSTATE 57014). Retrying may succeed."""
 
 
 class NotFound(MemsubError):
@@ -121,6 +123,7 @@ SQLSTATE_CONTRACT: dict[str, Contract] = {
     "0A000": Contract(ImmutableError, 409, "immutable", "Immutable"),
     "55P03": Contract(ConflictError, 503, "busy", "Locked by a concurrent call, retry later"),
     "40P01": Contract(ConflictError, 503, "busy", "Deadlocked with a concurrent call, retry"),
+    "57014": Contract(ConflictError, 503, "busy", "Cancelled after running too long, retry later"),
 }
 
 
