@@ -13,8 +13,11 @@ and the SQLSTATE, and its transaction is rolled back, so nothing is written.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +29,7 @@ from uuid import UUID
 
 import anyio
 import mcp_types
+import psycopg
 from mcp.server import MCPServer
 from mcp.server import stdio as sdk_stdio
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
@@ -40,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from memsub._calls import NotJson, json_text, strings_with_places
 from memsub.client import Substrate, TenantSession
 from memsub.embedding import Embedder, embed_envelopes, embed_one
-from memsub.errors import ConfigurationError, ContextError, InvalidInput, MemsubError
+from memsub.errors import ConfigurationError, ContextError, InvalidInput, MemsubError, StateError
 from memsub.graph import Direction, EdgeWindow, GraphPath, NeighbourhoodItem
 from memsub.memory import MemoryType, memory_text
 from memsub.models import DerivationType, PacketEnvelopeIn, PacketStoreRow, PacketWriteResult, Scope, as_utc
@@ -300,9 +304,14 @@ class MemoryTools:
 
     @contextmanager
     def _memory(self, writes: bool = False) -> Iterator[TenantSession]:
+        interruption = _INTERRUPTION.get()
         try:
             with self.identity.transaction(self.substrate) as session:
-                yield session
+                if interruption is None:
+                    yield session
+                    return
+                with interruption.running_on(session.connection):
+                    yield session
         except MemsubError as error:
             raise _tool_error(error, writes) from error
         except NotJson as error:
@@ -678,17 +687,95 @@ def _refusal(error: ValidationError) -> str:
     return "; ".join(parts)
 
 
+class _Interruption:
+    """Whether the MCP request a tool call serves was cancelled (``notifications/cancelled``), and the connection
+    of the call's transaction meanwhile. The SDK runs a tool in a worker thread, which its cancellation waits for
+    rather than stops: the call would run to its end and commit what the client was told nothing of. Cancelled, the
+    call's statement is cancelled on the server and its transaction rolled back."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._connection: psycopg.Connection[Any] | None = None
+
+    def cancel(self) -> None:
+        """Mark the call cancelled, and cancel the statement its transaction runs, if any, from a thread of its
+        own: a cancel request is a connection to the server, which the event loop does not wait for."""
+        with self._lock:
+            self._cancelled = True
+        threading.Thread(target=self._cancel_statement, name="memsub-mcp-cancel", daemon=True).start()
+
+    def _cancel_statement(self) -> None:
+        """Under the lock, so never once the connection is on its way back to the pool, where it may serve
+        another call."""
+        with self._lock:
+            if self._connection is not None:
+                with contextlib.suppress(psycopg.Error):
+                    self._connection.cancel_safe(timeout=5.0)
+
+    def _refuse_cancelled(self) -> None:
+        if self._cancelled:
+            raise StateError("the request was cancelled: nothing of this call was written")
+
+    @contextmanager
+    def running_on(self, connection: psycopg.Connection[Any]) -> Iterator[None]:
+        """The body of the call's transaction on ``connection``: refused once cancelled, at its start and before
+        its commit (a cancellation arriving as it commits comes too late)."""
+        with self._lock:
+            self._refuse_cancelled()
+            self._connection = connection
+        try:
+            yield
+            with self._lock:
+                self._refuse_cancelled()
+        finally:
+            with self._lock:
+                self._connection = None
+
+
+_INTERRUPTION: contextvars.ContextVar[_Interruption | None] = contextvars.ContextVar("memsub_mcp_interruption",
+                                                                                     default=None)
+
+
+async def _cancelling_on_cancel(interruption: _Interruption, finished: anyio.Event) -> None:
+    """Wait; on the request's cancellation (not the call's own end), cancel the call's database work."""
+    try:
+        await anyio.sleep_forever()
+    except anyio.get_cancelled_exc_class():
+        if not finished.is_set():
+            interruption.cancel()
+        raise
+
+
 class _MemoryTool(Tool):
-    """A tool whose refused arguments are one line of text (:func:`_refusal`), as docs/mcp.md ("Errors") says."""
+    """A tool whose refused arguments are one line of text (:func:`_refusal`), as docs/mcp.md ("Errors") says, and
+    whose database work a cancelled request cancels (:class:`_Interruption`)."""
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
+        interruption = _Interruption()
+        finished = anyio.Event()
+        token = _INTERRUPTION.set(interruption)  # the worker thread of the call runs in a copy of this context
+        failure: Exception | None = None
         try:
-            return await super().run(arguments, context, convert_result)
+            async with anyio.create_task_group() as group:
+                group.start_soon(_cancelling_on_cancel, interruption, finished)
+                try:
+                    result = await super().run(arguments, context, convert_result)
+                except Exception as error:  # raised below: the task group would wrap it in an ExceptionGroup
+                    failure = error
+                finally:
+                    finished.set()
+                    group.cancel_scope.cancel()
+            if failure is not None:
+                raise failure
+            return result
         except ToolError as error:
             cause = error.__cause__
             if isinstance(error, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
             raise ToolError(f"Error executing tool {self.name}: {_refusal(cause)}") from cause
+        finally:
+            _INTERRUPTION.reset(token)
 
 
 def _refusing_unknown_arguments(tool: Tool) -> Tool:
