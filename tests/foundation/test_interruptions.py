@@ -6,6 +6,8 @@ another tenant, on a pool of one connection) no context, no transaction and noth
 from __future__ import annotations
 
 import asyncio
+import signal
+import threading
 from typing import Any
 
 import pytest
@@ -96,6 +98,43 @@ def test_a_statement_the_server_cancels_raises_conflict_error_and_the_pool_goes_
             call.join()
         assert isinstance(call.error, ConflictError), repr(call.error)
         assert call.error.sqlstate == "57014" and "canceling statement" in str(call.error)
+        with substrate.tenant(TENANT_B) as session:
+            assert session.fetch(SEEN)[0]["tenant"] == str(TENANT_B)
+    assert kept_edges(db) == []
+
+
+@pytest.mark.parametrize("per_call", [False, True])
+def test_ctrl_c_while_a_sync_call_waits_keeps_nothing_and_leaves_the_connection_clean(db: Any,
+                                                                                      per_call: bool) -> None:
+    with Substrate(db.dsn("app"), min_size=1, max_size=1) as substrate:
+        with substrate.pool.connection() as connection:
+            pid = connection.info.backend_pid
+        main = threading.get_ident()
+        with db.connect() as holder:
+            holder.execute(LOCKED)
+
+            def interrupt() -> None:
+                wait_until_blocked(db, pid)
+                signal.pthread_kill(main, signal.SIGINT)
+
+            interrupter = Background(interrupt)
+            with pytest.raises(KeyboardInterrupt):
+                with substrate.tenant(TENANT_A, per_call=per_call) as session:
+                    session.fetch(ADD_EDGE, ["Kept"])
+                    session.fetch(WRITES_THEN_WAITS)
+            interrupter.join()
+            assert backend_state(db, pid) == "idle"
+            with substrate.tenant(TENANT_B) as session:  # at once, although the lock is still held
+                assert session.fetch(SEEN) == [{"tenant": str(TENANT_B), "pid": pid}]
+        assert kept_edges(db) == (["Kept"] if per_call else [])
+
+
+def test_an_error_of_the_callers_own_between_calls_keeps_nothing_of_the_block(db: Any) -> None:
+    with Substrate(db.dsn("app"), min_size=1, max_size=1) as substrate:
+        with pytest.raises(LookupError):
+            with substrate.tenant(TENANT_A) as session:
+                session.fetch(ADD_EDGE, ["Kept"])
+                raise LookupError("the application's own failure")
         with substrate.tenant(TENANT_B) as session:
             assert session.fetch(SEEN)[0]["tenant"] == str(TENANT_B)
     assert kept_edges(db) == []
