@@ -3,7 +3,10 @@ its answer. What each leaves in the database and in the server's pool."""
 
 from __future__ import annotations
 
+import json
 import logging
+import socket
+import time
 from typing import Any
 
 import pytest
@@ -37,3 +40,42 @@ def test_a_request_past_the_statement_timeout_is_503_busy_writes_nothing_and_log
         written = client.put(KEY, json={"value": {"n": 2}})
         assert written.status_code == 200 and written.json()["version"] == 1, written.text
         assert other.get(OTHERS).json()["entries"] == []
+
+
+def test_a_client_that_goes_away_mid_request_leaves_the_request_to_finish_and_the_pool_clean(
+        db: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """The server does not cancel a request whose client closed its socket: the request runs to its end, as if its
+    answer were lost on the way, commits, and its connection goes back idle for the next key's requests."""
+    with running_api(db) as api, api.client("b") as other:
+        host, port = api.url.removeprefix("http://").split(":")
+        body = json.dumps({"value": {"n": 1}}).encode()
+        with caplog.at_level(logging.WARNING), db.connect() as holder:
+            holder.execute(LOCK_MEMORY)
+            with socket.create_connection((host, int(port))) as gone:
+                gone.sendall(f"PUT {KEY} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {api.keys['a']['api_key']}"
+                             f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+                             + body)
+                wait_for_a_lock(db)
+            time.sleep(0.3)  # the socket is closed while the request waits
+            holder.rollback()
+        deadline = time.monotonic() + 10
+        while api.memory_count() == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert api.memory_count() == 1
+        for _ in range(4):  # every connection of the pool, as tenant B
+            assert other.get(OTHERS).json()["entries"] == []
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    with db.connect() as admin:
+        assert admin.execute("select count(*) from pg_stat_activity where datname = %s and state <> 'idle' "
+                             "and pid <> pg_backend_pid()", [db.name]).fetchone() == (0,)
+
+
+def wait_for_a_lock(db: Any) -> None:
+    deadline = time.monotonic() + 10
+    with db.connect(autocommit=True) as observer:
+        while time.monotonic() < deadline:
+            if observer.execute("select count(*) from pg_stat_activity where datname = %s "
+                                "and wait_event_type = 'Lock'", [db.name]).fetchone() == (1,):
+                return
+            time.sleep(0.02)
+    raise AssertionError("the request never waited for the lock")
