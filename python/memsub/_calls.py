@@ -866,6 +866,8 @@ def execute(connection: psycopg.Connection[Row], call: Call[T], pipeline: psycop
 
     The statement is sent whole before the Sync (:func:`_send_rest`): psycopg's pipeline sync would otherwise wait
     for the answer to a statement larger than the socket's buffers that it had only begun to send."""
+    if pipeline is not None:  # a call after one that failed or was interrupted: the server would refuse it
+        _refuse_aborted(connection)
     _with_times(connection)
     try:
         if call.vectors and not _has_vector(connection):
@@ -883,6 +885,8 @@ def execute(connection: psycopg.Connection[Row], call: Call[T], pipeline: psycop
 async def execute_async(connection: psycopg.AsyncConnection[Row], call: Call[T],
                         pipeline: psycopg.AsyncPipeline | None = None) -> T:
     """The async twin of :func:`execute`."""
+    if pipeline is not None:
+        _refuse_aborted(connection)
     _with_times(connection)
     try:
         if call.vectors and not _has_vector(connection):
@@ -1027,13 +1031,15 @@ def _closing_error_of(error: BaseException | None) -> Iterator[None]:
 
 
 def _refuse_aborted(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:
-    """Raise :class:`TransactionAborted` for a block whose transaction a failed call aborted: PostgreSQL answers
-    the COMMIT of such a transaction with a rollback, which psycopg does not report, so a block that caught the
-    call's error and ended normally would pass for committed with none of its writes kept."""
+    """Raise :class:`TransactionAborted` for a block whose transaction a failed or interrupted call aborted:
+    PostgreSQL answers the COMMIT of such a transaction with a rollback, which psycopg does not report, so a block
+    that caught the call's error and ended normally would pass for committed with none of its writes kept; and it
+    refuses every later statement with a bare "current transaction is aborted", which a call is spared by raising
+    this before anything is sent."""
     if connection.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
-        raise TransactionAborted("a call of this block failed, which aborted its transaction: nothing of this "
-                                 "block was committed (a block is one transaction; per_call=True runs each call "
-                                 "in its own)")
+        raise TransactionAborted("a call of this block failed or was interrupted, which aborted its transaction: "
+                                 "nothing of this block was committed (a block is one transaction; per_call=True "
+                                 "runs each call in its own)")
 
 
 @contextmanager

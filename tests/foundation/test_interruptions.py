@@ -14,7 +14,7 @@ import pytest
 
 from memsub.async_client import AsyncSubstrate
 from memsub.client import Substrate
-from memsub.errors import ConflictError
+from memsub.errors import ConflictError, InvalidInput, TransactionAborted
 
 from helpers import TENANT_A, TENANT_B, Background, backend_state, wait_until_blocked
 
@@ -137,4 +137,35 @@ def test_an_error_of_the_callers_own_between_calls_keeps_nothing_of_the_block(db
                 raise LookupError("the application's own failure")
         with substrate.tenant(TENANT_B) as session:
             assert session.fetch(SEEN)[0]["tenant"] == str(TENANT_B)
+    assert kept_edges(db) == []
+
+
+@pytest.mark.asyncio
+async def test_a_call_after_an_interrupted_call_of_the_block_raises_transaction_aborted(db: Any) -> None:
+    """An interruption caught inside the block leaves its transaction aborted: the block's next call raises
+    TransactionAborted before anything is sent (not the server's bare "current transaction is aborted"), as does
+    the block's end, and nothing of the block is kept."""
+    async with AsyncSubstrate(db.dsn("app"), min_size=1, max_size=1) as substrate:
+        with db.connect() as holder:
+            holder.execute(LOCKED)
+            with pytest.raises(TransactionAborted, match="nothing of this block was committed"):
+                async with substrate.tenant(TENANT_A) as session:
+                    await session.fetch(ADD_EDGE, ["Kept"])
+                    with pytest.raises(TimeoutError):
+                        await asyncio.wait_for(session.fetch(WRITES_THEN_WAITS), 0.5)
+                    with pytest.raises(TransactionAborted, match="was interrupted"):
+                        await session.fetch(SEEN)
+            await next_user_sees_nothing(db, substrate, await pid_of(substrate))
+    assert kept_edges(db) == []
+
+
+def test_a_sync_call_after_a_failed_call_of_the_block_raises_transaction_aborted(db: Any) -> None:
+    with Substrate(db.dsn("app"), min_size=1, max_size=1) as substrate:
+        with pytest.raises(TransactionAborted):
+            with substrate.tenant(TENANT_A) as session:
+                session.fetch(ADD_EDGE, ["Kept"])
+                with pytest.raises(InvalidInput):
+                    session.fetch("select 1 / 0 as never")
+                with pytest.raises(TransactionAborted, match="nothing of this block was committed"):
+                    session.fetch(SEEN)
     assert kept_edges(db) == []
