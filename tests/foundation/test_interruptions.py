@@ -43,8 +43,8 @@ async def next_user_sees_nothing(db: Any, substrate: AsyncSubstrate, pid: int) -
     context, on a backend that runs nothing else."""
     async with substrate.tenant(TENANT_B) as session:
         seen = await asyncio.wait_for(session.fetch(SEEN), 5)
-    assert seen == [{"tenant": str(TENANT_B), "pid": seen[0]["pid"]}]
-    assert backend_state(db, seen[0]["pid"]) == "idle"
+    assert seen == [{"tenant": str(TENANT_B), "pid": pid}]  # the same connection, kept
+    assert backend_state(db, pid) == "idle"
 
 
 @pytest.mark.asyncio
@@ -70,8 +70,10 @@ async def test_an_async_call_interrupted_while_it_waits_keeps_nothing_and_leaves
                 with pytest.raises(asyncio.CancelledError):
                     await task
             else:
+                waiting = asyncio.create_task(asyncio.to_thread(wait_until_blocked, db, pid))
                 with pytest.raises(TimeoutError):
-                    await asyncio.wait_for(block(), 1.5)
+                    await asyncio.wait_for(block(), 3)
+                await waiting  # the call did wait for the lock before it timed out
             assert backend_state(db, pid) == "idle"
             await next_user_sees_nothing(db, substrate, pid)
         assert kept_edges(db) == (["Kept"] if per_call else [])
