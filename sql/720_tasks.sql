@@ -238,7 +238,8 @@ begin
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     -- The name names the agent: stored trimmed, each run of whitespace one space (23502 NULL, 22023 blank).
     v_name := memsub._require_text(p_name, 'name');
-    if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
+    -- SQL NULL is no value: the default, {} (docs/errors.md); JSON null is a value of the wrong type.
+    if jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'agent metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
     v_task := memsub._task_lookup(p_task_id, false, '23503');
@@ -249,7 +250,8 @@ begin
         perform memsub._require_active_session(memsub._session_lookup(v_session, 'key share', '23503'));
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_name, v_session, p_task_id, p_metadata)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_name, v_session, p_task_id,
+            coalesce(p_metadata, '{}'))
     returning a.* into v_agent;
     perform memsub._audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
         p_tenant_id => v_agent.tenant_id,
@@ -260,7 +262,8 @@ $$;
 comment on function memsub.agent_spawn(text, bigint, text, jsonb) is
     'Spawns an agent (its name stored trimmed, each run of whitespace one space) for a task, in the given session '
     'or else the task''s session, which must be active (23503 '
-    'naming session_id when unknown, 55000 when not active). Audited as agent_spawn.';
+    'naming session_id when unknown, 55000 when not active). metadata must be a JSON object (22023 naming it, JSON '
+    'null included); NULL is its default, {}. Audited as agent_spawn.';
 
 call memsub._install_row_security('memsub.tasks', array['org']);
 call memsub._install_row_security('memsub.agents', array['org']);

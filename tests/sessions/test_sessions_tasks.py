@@ -304,3 +304,21 @@ def test_a_task_type_agent_name_and_checkpoint_label_are_stored_in_their_matchin
     assert ground_truth(db, "select name from memsub.agents") == [{"name": "val idator"}]
     assert ground_truth(db, "select label from memsub.checkpoints order by sequence") == [
         {"label": "first step"}, {"label": None}]
+
+
+def test_agent_metadata_given_as_sql_null_takes_its_default_and_json_null_is_refused(db):
+    """SQL NULL is no value (docs/errors.md): an optional argument given as NULL takes its default, so agent_spawn's
+    metadata of NULL stores {}; JSON null is a value of the wrong type for an argument that must be an object
+    (22023 naming metadata), and nothing is written."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        as_user(conn, ALICE, "s1")
+        task = one(conn, "select id from memsub.task_create('t', '{}', 's1')")["id"]
+        conn.commit()
+        as_user(conn, ALICE, "s1")
+        agent = one(conn, "select * from memsub.agent_spawn('a', %s, null, null)", [task])
+        assert agent["metadata"] == {}
+        conn.commit()
+        as_user(conn, ALICE, "s1")
+        expect_error(conn, "22023", "metadata", "select memsub.agent_spawn('b', %s, null, 'null')", [task])
+    assert ground_truth(db, "select name, metadata from memsub.agents") == [{"name": "a", "metadata": {}}]
