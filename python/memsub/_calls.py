@@ -269,15 +269,24 @@ def finite_vector(values: VectorLike) -> Vector | None:
     return found if numbers and _finite_sum(numbers) else None
 
 
+VECTOR_MAX_DIMENSIONS = 16000
+"""The most elements pgvector's ``vector`` holds (its VECTOR_MAX_DIM)."""
+
+
 def checked_vector(values: VectorLike, field_name: str) -> Vector:
-    """``values`` as a :func:`finite_vector`; LocalValidationError (22023) naming the field otherwise. pgvector's
-    own refusal on the server (22000) names no field, and a value that is not a number made Python's float()
-    raise its own ValueError."""
+    """``values`` as a :func:`finite_vector`; LocalValidationError (22023) naming the field otherwise, or (54000)
+    when it has more than :data:`VECTOR_MAX_DIMENSIONS` numbers. pgvector's own refusals on the server (22000,
+    54000) name no field, and a value that is not a number made Python's float() raise its own ValueError."""
     found = finite_vector(values)
     if found is None:
         raise LocalValidationError(
             f"field {field_name}: a vector must hold at least one number, each finite and within the range of a "
             "4-byte float", sqlstate="22023", field=field_name)
+    dimensions = len(found.to_list())
+    if dimensions > VECTOR_MAX_DIMENSIONS:
+        raise LocalValidationError(
+            f"field {field_name}: has {dimensions} dimensions; a vector holds at most {VECTOR_MAX_DIMENSIONS}",
+            sqlstate="54000", field=field_name)
     return found
 
 

@@ -259,7 +259,7 @@ def texts(value: Any, field: str) -> list[str]:
 
 FLOAT4_MAX = 3.4028234663852886e38
 """The largest number a vector element (a 4-byte float) holds."""
-VECTOR_MAX_DIMENSIONS = 16000
+VECTOR_MAX_DIMENSIONS = _calls.VECTOR_MAX_DIMENSIONS
 """The most elements pgvector's ``vector`` holds (its VECTOR_MAX_DIM)."""
 
 

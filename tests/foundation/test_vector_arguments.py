@@ -70,3 +70,12 @@ def test_a_good_vector_still_goes_through_each_kind_of_value(db):
             assert entry.version == 1
         assert [hit.key for hit in session.memory.search(None, GOOD, k=5)][:1] in (["k0"], ["k1"], ["k2"], ["k3"],
                                                                                     ["k4"])
+
+
+@pytest.mark.parametrize("wrapper", sorted(CALLS))
+def test_a_vector_longer_than_pgvector_holds_is_refused_naming_the_argument(db, wrapper):
+    """More than 16,000 numbers: pgvector refuses the value while parsing it (54000) and names no field; the client
+    refuses it first, with the same SQLSTATE, naming the argument (as the HTTP API does)."""
+    field, call = CALLS[wrapper]
+    refused = assert_refused_locally(db, lambda s: call(s, [1.0] * 16_001), field, "54000", TABLES)
+    assert "16000" in str(refused)
