@@ -170,6 +170,8 @@ begin
         raise exception 'memsub: num_recent_events must not be negative' using errcode = '22023',
             column = 'num_recent_events';
     end if;
+    -- NULL (and 0, which the adapter sends as NULL) is every event, as ADK asks; a count is held to max_rows.
+    perform memsub._check_limit(p_num_recent_events, 'max_rows', 'num_recent_events');
     if p_after_timestamp = 'NaN'::float8 then
         raise exception 'memsub: after_timestamp must be a number of seconds' using errcode = '22023',
             column = 'after_timestamp';
@@ -198,7 +200,7 @@ $$;
 comment on function memsub.adk_session_get(text, text, text, integer, double precision) is
     'The ADK session of the context tenant and organization (no row when there is none): merged state, last '
     'update time (epoch seconds) and its events in order, only those at or after p_after_timestamp and only the '
-    'p_num_recent_events most recent when given.';
+    'p_num_recent_events most recent when given (22023 below 0, 54000 over max_rows, naming num_recent_events).';
 
 create or replace function memsub.adk_session_list(p_app_name text, p_user_id text)
 returns table (id text, last_update_time double precision)

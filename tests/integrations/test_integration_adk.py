@@ -22,7 +22,7 @@ from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
 from memsub.embedding import HashingEmbedder
-from memsub.errors import ConflictError, InvalidInput
+from memsub.errors import ConflictError, InvalidInput, LimitExceeded, LocalValidationError
 from memsub.integrations.adk import MemsubMemoryService, MemsubSessionService
 
 from helpers import assert_refused, run_doc_example
@@ -152,11 +152,18 @@ def test_recent_events_and_timestamps_filter_the_events_read(db: Any) -> None:
                                         config=GetSessionConfig(num_recent_events=2, after_timestamp=2.0))
         assert got is not None and [e.timestamp for e in got.events] == [4.0, 5.0]
         assert got.events == session.events[-2:]
-        # More recent events than PostgreSQL's integer counts are all of them, as in ADK's own services.
-        for many in (2**31, sys.maxsize):
+        # 0 (as None) is all of them, as in ADK's own services; a count is held to max_rows as the other adapters'
+        # limits are: over it 54000, past PostgreSQL's integer refused before it is sent (22003), naming the field.
+        for every in (0, None, 10000):
             got = await service.get_session(app_name=APP, user_id=USER, session_id=session.id,
-                                            config=GetSessionConfig(num_recent_events=many))
+                                            config=GetSessionConfig(num_recent_events=every))
             assert got is not None and got.events == session.events
+        for many, error, sqlstate in ((10001, LimitExceeded, "54000"), (2**31, LocalValidationError, "22003"),
+                                      (sys.maxsize, LocalValidationError, "22003")):
+            with pytest.raises(error) as refused:
+                await service.get_session(app_name=APP, user_id=USER, session_id=session.id,
+                                          config=GetSessionConfig(num_recent_events=many))
+            assert (refused.value.field, refused.value.sqlstate) == ("num_recent_events", sqlstate)
         with pytest.raises(InvalidInput) as raised:
             await service.get_session(app_name=APP, user_id=USER, session_id=session.id,
                                       config=GetSessionConfig(num_recent_events=-1))

@@ -37,8 +37,7 @@ from google.genai import types
 from memsub._calls import strict_jsonb
 from memsub.connection import DEFAULT_PREPARE_THRESHOLD
 from memsub.errors import InvalidInput
-from memsub.integrations._context import TenantContext, async_call, async_pool_of, pool_options
-from memsub.signatures import INTEGER_RANGES
+from memsub.integrations._context import TenantContext, async_call, async_pool_of, pool_options, row_count
 
 CREATE = ("select * from memsub.adk_session_create(p_app_name => %s, p_user_id => %s, p_session_id => %s, "
           "p_state => %s)")
@@ -53,7 +52,6 @@ MEMORY_ADD = ("select memsub.adk_memory_add(p_app_name => %s, p_user_id => %s, p
 MEMORY_SEARCH = ("select * from memsub.adk_memory_search(p_app_name => %s, p_user_id => %s, p_query => %s, "
                  "p_query_embedding => %s, p_limit => %s)")
 
-_INT_MAX = INTEGER_RANGES["integer"][1]  # the stored function's integer limit
 Embed = Callable[[Sequence[str]], list[list[float]]]
 
 
@@ -127,9 +125,9 @@ class MemsubSessionService(_Pooled, BaseSessionService):
     async def get_session(self, *, app_name: str, user_id: str, session_id: str,
                           config: GetSessionConfig | None = None) -> Session | None:
         # As ADK's own services: 0 or None means "no limit" for both settings.
-        recent = config.num_recent_events if config and config.num_recent_events else None
-        if recent is not None and recent > _INT_MAX:
-            recent = None  # more than any session holds (past the stored function's integer): all of them
+        # A count is held to max_rows by the stored function (54000); one no integer holds is refused here (22003).
+        recent = row_count(config.num_recent_events if config and config.num_recent_events else None,
+                           "num_recent_events")
         after = config.after_timestamp if config and config.after_timestamp else None
         rows = await self._call(GET, [*_names(app_name=app_name, user_id=user_id, session_id=session_id), recent,
                                       after])
