@@ -112,6 +112,12 @@ declare
     v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
     v_failed  pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
+    -- A run_id names one run's rows in the log: one the log already has would mix two runs (a concurrent call
+    -- given the same new id is not caught: the caller's ids are its own to keep apart).
+    if exists (select from memsub.memory_view_refresh_log l where l.run_id operator(pg_catalog.=) refresh_memory_views.run_id) then
+        raise exception 'field "run_id": run % is already in memsub.memory_view_refresh_log; give a new one or NULL',
+            run_id using errcode = '23505', column = 'run_id';
+    end if;
     run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
     foreach v_name in array memsub._memory_view_names() loop
         select r.status, r.error into v_status, v_error from memsub._refresh_memory_view(v_name, run_id) r;
@@ -134,7 +140,8 @@ end
 $$;
 comment on procedure memsub.refresh_memory_views(pg_catalog.uuid) is
     'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the '
-    'run_id of their rows in memory_view_refresh_log. A view another refresh is working on is logged as skipped '
+    'run_id of their rows in memory_view_refresh_log (a run_id given that the log already has: 23505 naming '
+    'run_id, nothing refreshed). A view another refresh is working on is logged as skipped '
     'and a WARNING names the skipped views; a view whose refresh failed is logged as error and a WARNING names it '
     'with the error. Call it outside a transaction block: '
     'CALL memsub.refresh_memory_views().';

@@ -394,6 +394,19 @@ def test_a_view_that_fails_to_refresh_is_named_in_a_warning_to_the_caller(db):
                         f"table reflection_store (run {run_id[0]}; memsub.memory_view_refresh_log)"]
 
 
+def test_a_run_id_already_logged_is_refused_so_no_two_runs_share_one(db):
+    """A caller may name its run (to find its rows in the log); a run_id the log already has would mix two runs'
+    rows under one id, so it is refused (23505 naming run_id) before any view is refreshed."""
+    with db.connect("platform_admin", autocommit=True) as conn:
+        run_id = conn.execute("call memsub.refresh_memory_views(gen_random_uuid())").fetchone()[0]
+        with pytest.raises(psycopg.errors.UniqueViolation) as refused:
+            conn.execute("call memsub.refresh_memory_views(%s)", [run_id])
+        assert refused.value.diag.column_name == "run_id" and str(run_id) in str(refused.value)
+    with db.connect() as conn:
+        assert conn.execute("select run_id, count(*) from memsub.memory_view_refresh_log group by run_id"
+                            ).fetchall() == [(run_id, 4)]
+
+
 def test_a_packet_dated_after_the_refresh_scores_as_recent_as_now_not_more(db):
     """combined_score is 0.6 importance + 0.2 access + 0.2 recency, each part at most 1: a writer that dates its
     packet in the future must not lift it above every other packet of its agent."""
