@@ -106,6 +106,41 @@ comment on function memsub._check_graph_node(text, text, text) is
     'The id of a graph node of a type: Entity (any name, trimmed), Episode (a visible session id), Document (a '
     'visible document version id), Memory (a visible memory entry id); 23503 naming the field when missing.';
 
+create or replace function memsub._refuse_superseded_node(p_type text, p_id text, p_field text,
+                                                          p_until timestamptz)
+returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_superseded timestamptz;
+begin
+    -- p_id is the node's id as memsub._check_graph_node returned it: a visible version's id.
+    if p_type = 'Document' then
+        select d.superseded_at into v_superseded from memsub.document_index d
+         where d.tenant_id = (select memsub.current_tenant_id()) and d.id = p_id::uuid;
+    elsif p_type = 'Memory' then
+        select (select min(n.created_at) from memsub.memory_entries n
+                 where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
+                   and n.version > m.version)
+          into v_superseded
+          from memsub.memory_entries m
+         where m.tenant_id = (select memsub.current_tenant_id()) and m.id = p_id::uuid;
+    end if;
+    if v_superseded is not null and (p_until is null or p_until > v_superseded) then
+        raise exception 'field "%": % node "%" was superseded at %; a window holding after then is refused',
+            p_field, p_type, p_id, v_superseded
+            using errcode = '55000', column = p_field,
+                  hint = 'Draw the edge to the latest version, or end its window by the time this one was superseded.';
+    end if;
+end
+$$;
+comment on function memsub._refuse_superseded_node(text, text, text, timestamptz) is
+    'Internal: 55000 naming the field when a Document or Memory node is a superseded version (a document version '
+    'replaced by a newer one, a memory entry version followed by another or by its deletion) and the edge window, '
+    'ending at p_until (NULL: open), would still hold after it was superseded: memsub._close_node_edges closed its '
+    'edges then, and a new one would read as current. Other node types pass.';
+
 -- Edges ------------------------------------------------------------------------------------------------------------
 
 create or replace function memsub.temporal_edge_add(
@@ -149,6 +184,8 @@ begin
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
     end if;
+    perform memsub._refuse_superseded_node(p_source_type, v_source, 'source_entity', p_valid_until),
+            memsub._refuse_superseded_node(p_target_type, v_target, 'target_entity', p_valid_until);
     v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_confidence := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
     v_evidence := memsub._check_doc_refs(p_evidence, 'evidence');
@@ -190,7 +227,8 @@ comment on function memsub.temporal_edge_add(text, text, text, timestamptz, time
     'Adds one validity window [valid_from, valid_until) of an edge (valid_from: now; valid_until NULL: open, the '
     'current edge) with confidence and evidence DocRefs. A window overlapping another window of the same edge is '
     'rejected with SQLSTATE 23P01 (column valid_period) by the call itself, also in a transaction that deferred the '
-    'exclusion constraint.';
+    'exclusion constraint. A window of a superseded Document or Memory version that would hold after it was '
+    'superseded is refused (55000 naming source_entity or target_entity).';
 
 -- A Document node is one version of a file and a Memory node one version of a key: when a new version supersedes
 -- it (memsub.document_ingest, memsub._store_memory_version), the edges naming it stop holding there, as
@@ -334,6 +372,8 @@ begin
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_stored_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
+    perform memsub._refuse_superseded_node(p_source_type, v_source, 'source_entity', null),
+            memsub._refuse_superseded_node(p_target_type, v_target, 'target_entity', null);
     v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Supersedes of one (source, relationship) run one at a time.
     perform memsub._take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
@@ -392,7 +432,8 @@ comment on function memsub.supersede_relationship(text, text, text, timestamptz,
     '(source, type): their current windows close at valid_from. An edge that already holds is reinforced '
     '(mention_count + 1, confidence combined, evidence merged); when its open window starts later, it starts at '
     'valid_from now (never before a closed window of the edge ends). Rejects (22023) a valid_from before the start '
-    'of a fact it would replace.';
+    'of a fact it would replace. A superseded Document or Memory version as source or target is refused (55000 '
+    'naming source_entity or target_entity): its edges closed when it was superseded.';
 
 -- Reads as of a time -------------------------------------------------------------------------------------------
 
@@ -803,7 +844,8 @@ comment on column memsub.graph_nodes.importance is 'Memory: importance in [0, 1]
 comment on column memsub.graph_nodes.decay_state is 'Memory: {last_access_ts, weight}.';
 
 grant select on memsub.graph_nodes to memsub_app, memsub_analyst;
--- _check_doc_refs, _merge_doc_refs and _check_graph_node run inside SECURITY DEFINER functions only: no grant.
+-- _check_doc_refs, _merge_doc_refs, _check_graph_node and _refuse_superseded_node run inside SECURITY DEFINER
+-- functions only: no grant.
 grant execute on function
     memsub.edges_as_of(timestamptz, text, text),
     memsub.graph_neighbors_as_of(text, timestamptz, integer, integer)

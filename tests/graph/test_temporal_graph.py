@@ -14,7 +14,7 @@ from memsub.errors import IntegrityError, InvalidInput
 
 from doc_helpers import tenant_session
 from helpers import TENANT_A, TENANT_B, calls_during, set_context, track_function_calls
-from session_helpers import ALICE, expect_error, ground_truth, new_session, rows
+from session_helpers import ALICE, expect_error, ground_truth, new_session, one, rows
 
 T0 = datetime(2024, 1, 1, tzinfo=UTC)
 T1 = datetime(2024, 6, 1, tzinfo=UTC)
@@ -398,3 +398,35 @@ def test_edges_of_a_superseded_document_version_or_memory_entry_close_when_it_is
     with tenant_session(db.dsn("app"), org=ORG_X, user=ALICE) as session:
         assert session.graph.edges_as_of(entity="Bob") == []
         assert [e.target_entity for e in session.graph.edges_as_of(before, entity="Bob")] == ["Bob"]
+
+
+def test_a_new_edge_of_a_superseded_document_version_or_memory_entry_is_refused(db):
+    """Superseding a version closes its edges (above); an edge drawn to it afterwards would stay open and read as
+    current. A window that still holds after the version was superseded is refused (55000 naming the end), from
+    temporal_edge_add and supersede_relationship alike; a window that ended by then is history and is accepted."""
+    notes = f"user:{ALICE}:notes"
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        doc = session.documents.ingest("bio.md", "Alice is a database engineer.", file_hash="a" * 64, mime="md")
+        note = session.memory.write(notes, "alice", {"likes": "postgres"})
+        gone = session.memory.write(notes, "old", {"likes": "mysql"})
+        session.documents.ingest("bio.md", "Alice is a staff engineer.", file_hash="b" * 64, mime="md")
+        session.memory.write(notes, "alice", {"likes": "postgres 18"}, expected_version=note.version)
+        session.memory.delete(notes, "old", gone.version)
+    edges_before = ground_truth(db, "select count(*) as n from memsub.entity_relationships")
+    with db.connect("app") as conn:
+        for node, node_type in ((doc.document_id, "Document"), (note.id, "Memory"), (gone.id, "Memory")):
+            for call, column in (
+                    ("temporal_edge_add(%s, 'about', 'Alice', p_source_type => %s)", "source_entity"),
+                    ("temporal_edge_add('Alice', 'wrote', %s, p_target_type => %s)", "target_entity"),
+                    ("temporal_edge_add(%s, 'about', 'Alice', now() - interval '1 day', now() + interval '1 day', "
+                     "p_source_type => %s)", "source_entity"),
+                    ("supersede_relationship(%s, 'about', 'Alice', p_source_type => %s)", "source_entity"),
+                    ("supersede_relationship('Alice', 'wrote', %s, p_target_type => %s)", "target_entity")):
+                set_context(conn, TENANT_A, user=ALICE)
+                error = expect_error(conn, "55000", column, f"select memsub.{call}", [str(node), node_type])
+                assert "superseded" in str(error), error
+        assert ground_truth(db, "select count(*) as n from memsub.entity_relationships") == edges_before
+        set_context(conn, TENANT_A, user=ALICE)
+        history = one(conn, "select * from memsub.temporal_edge_add(%s, 'about', 'Alice', %s, %s, "
+                            "p_source_type => 'Document')", [str(doc.document_id), T0, T1])
+        assert history["valid_period"].upper == T1
