@@ -23,6 +23,23 @@ comment on policy not_expired on memsub.langgraph_store_items is
     'A LangGraph store item whose expires_at has passed is never read (only memsub_expiry_owner, which sweeps, '
     'sees it).';
 
+-- An item's vectors are read with it: a login selecting from the vectors sees those whose item it may read (the
+-- item's own policies: tenant, organization and not_expired), so an expired item's vectors are hidden with it.
+-- The policy binds the roles granted SELECT on the table below (memsub_app, memsub_analyst), not memsub_owner: the
+-- store's functions read vectors only of items they found live, and a policy naming them would be evaluated on
+-- every vector a search scores (measured: docs/benchmarks.md, "LangGraph store: expired items' vectors").
+drop policy if exists not_expired on memsub.langgraph_store_vectors;
+create policy not_expired on memsub.langgraph_store_vectors as restrictive for select to memsub_app, memsub_analyst
+    using (exists (select from memsub.langgraph_store_items i
+                    where i.tenant_id = langgraph_store_vectors.tenant_id
+                      and i.namespace_key = langgraph_store_vectors.namespace_key
+                      and i.key = langgraph_store_vectors.key));
+comment on policy not_expired on memsub.langgraph_store_vectors is
+    'A LangGraph store vector is read by a client role (memsub_app, memsub_analyst: the roles granted SELECT) only '
+    'with its item: the item must be visible to the reader (its tenant, organization and not_expired policies), so '
+    'an expired item''s vectors are hidden with it. The store''s functions (memsub_owner) read vectors only of '
+    'items they found live.';
+
 create or replace function memsub._langgraph_store_check_namespace(p_namespace text[], p_field text)
 returns text[]
 language plpgsql immutable security invoker

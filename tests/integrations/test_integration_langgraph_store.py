@@ -326,13 +326,21 @@ def test_a_direct_select_shows_no_expired_item(pool: Any, db: Any) -> None:
             conn.execute("select memsub.set_context(%s)", [str(tenant)])
             return [r[0] for r in conn.execute("select key from memsub.langgraph_store_items order by key")]
 
+    def vectors_selected(login: str) -> list[str]:
+        with db.connect(login) as conn:
+            conn.execute("select memsub.set_context(%s)", [str(tenant)])
+            return [r[0] for r in conn.execute("select key from memsub.langgraph_store_vectors order by key")]
+
     assert selected("app") == ["live"]
     assert selected("analyst") == ["live"]
+    assert vectors_selected("app") == ["live"]  # an expired item's vectors are hidden with it (policy not_expired)
+    assert vectors_selected("analyst") == ["live"]
     store.put(ns, "rewritten", {"text": "again"})
     store.delete(ns, "deleted")
     assert store.get(ns, "rewritten").value == {"text": "again"}  # type: ignore[union-attr]
     assert sorted(i.key for i in store.search(ns, query="again")) == ["live", "rewritten"]
     assert selected("app") == ["live", "rewritten"]
+    assert vectors_selected("app") == ["live", "rewritten"]
     assert store.sweep_ttl() == 1  # "old": "deleted" went with its delete
     with db.connect() as conn:
         left = conn.execute("select i.key, count(v.key) from memsub.langgraph_store_items i "
