@@ -4375,6 +4375,38 @@ ALTER FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) OWNER TO 
 
 COMMENT ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) IS 'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any error in memory_view_refresh_log. A view another transaction is refreshing is logged as skipped (method none), with the holder in error; one whose holder has finished by the time it is looked up is locked and refreshed. Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' owner.';
 
+CREATE FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_superseded timestamptz;
+begin
+    -- p_id is the node's id as memsub._check_graph_node returned it: a visible version's id.
+    if p_type = 'Document' then
+        select d.superseded_at into v_superseded from memsub.document_index d
+         where d.tenant_id = (select memsub.current_tenant_id()) and d.id = p_id::uuid;
+    elsif p_type = 'Memory' then
+        select (select min(n.created_at) from memsub.memory_entries n
+                 where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
+                   and n.version > m.version)
+          into v_superseded
+          from memsub.memory_entries m
+         where m.tenant_id = (select memsub.current_tenant_id()) and m.id = p_id::uuid;
+    end if;
+    if v_superseded is not null and (p_until is null or p_until > v_superseded) then
+        raise exception 'field "%": % node "%" was superseded at %; a window holding after then is refused',
+            p_field, p_type, p_id, v_superseded
+            using errcode = '55000', column = p_field,
+                  hint = 'Draw the edge to the latest version, or end its window by the time this one was superseded.';
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) IS 'Internal: 55000 naming the field when a Document or Memory node is a superseded version (a document version replaced by a newer one, a memory entry version followed by another or by its deletion) and the edge window, ending at p_until (NULL: open), would still hold after it was superseded: memsub._close_node_edges closed its edges then, and a new one would read as current. Other node types pass.';
+
 CREATE FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
@@ -5819,6 +5851,8 @@ begin
         raise exception 'memsub: num_recent_events must not be negative' using errcode = '22023',
             column = 'num_recent_events';
     end if;
+    -- NULL (and 0, which the adapter sends as NULL) is every event, as ADK asks; a count is held to max_rows.
+    perform memsub._check_limit(p_num_recent_events, 'max_rows', 'num_recent_events');
     if p_after_timestamp = 'NaN'::float8 then
         raise exception 'memsub: after_timestamp must be a number of seconds' using errcode = '22023',
             column = 'after_timestamp';
@@ -5847,7 +5881,7 @@ $$;
 
 ALTER FUNCTION memsub.adk_session_get(p_app_name text, p_user_id text, p_session_id text, p_num_recent_events integer, p_after_timestamp double precision) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.adk_session_get(p_app_name text, p_user_id text, p_session_id text, p_num_recent_events integer, p_after_timestamp double precision) IS 'The ADK session of the context tenant and organization (no row when there is none): merged state, last update time (epoch seconds) and its events in order, only those at or after p_after_timestamp and only the p_num_recent_events most recent when given.';
+COMMENT ON FUNCTION memsub.adk_session_get(p_app_name text, p_user_id text, p_session_id text, p_num_recent_events integer, p_after_timestamp double precision) IS 'The ADK session of the context tenant and organization (no row when there is none): merged state, last update time (epoch seconds) and its events in order, only those at or after p_after_timestamp and only the p_num_recent_events most recent when given (22023 below 0, 54000 over max_rows, naming num_recent_events).';
 
 CREATE FUNCTION memsub.adk_session_list(p_app_name text, p_user_id text) RETURNS TABLE(id text, last_update_time double precision)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -6057,7 +6091,8 @@ begin
             memsub._check_limit(pg_column_size(p_metadata), 'max_json_bytes', 'metadata');
     -- The name names the agent: stored trimmed, each run of whitespace one space (23502 NULL, 22023 blank).
     v_name := memsub._require_text(p_name, 'name');
-    if p_metadata is null or jsonb_typeof(p_metadata) <> 'object' then
+    -- SQL NULL is no value: the default, {} (docs/errors.md); JSON null is a value of the wrong type.
+    if jsonb_typeof(p_metadata) <> 'object' then
         raise exception 'agent metadata must be a JSON object' using errcode = '22023', column = 'metadata';
     end if;
     v_task := memsub._task_lookup(p_task_id, false, '23503');
@@ -6068,7 +6103,8 @@ begin
         perform memsub._require_active_session(memsub._session_lookup(v_session, 'key share', '23503'));
     end if;
     insert into memsub.agents as a (tenant_id, org_id, user_id, name, session_id, task_id, metadata)
-    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_name, v_session, p_task_id, p_metadata)
+    values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), v_name, v_session, p_task_id,
+            coalesce(p_metadata, '{}'))
     returning a.* into v_agent;
     perform memsub._audit_record('agent_spawn', p_session_id => v_session, p_task_id => p_task_id,
         p_tenant_id => v_agent.tenant_id,
@@ -6079,7 +6115,7 @@ $$;
 
 ALTER FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) IS 'Spawns an agent (its name stored trimmed, each run of whitespace one space) for a task, in the given session or else the task''s session, which must be active (23503 naming session_id when unknown, 55000 when not active). Audited as agent_spawn.';
+COMMENT ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) IS 'Spawns an agent (its name stored trimmed, each run of whitespace one space) for a task, in the given session or else the task''s session, which must be active (23503 naming session_id when unknown, 55000 when not active). metadata must be a JSON object (22023 naming it, JSON null included); NULL is its default, {}. Audited as agent_spawn.';
 
 CREATE TABLE memsub.world_model_updates (
     update_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -10677,6 +10713,12 @@ declare
     v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
     v_failed  pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
+    -- A run_id names one run's rows in the log: one the log already has would mix two runs (a concurrent call
+    -- given the same new id is not caught: the caller's ids are its own to keep apart).
+    if exists (select from memsub.memory_view_refresh_log l where l.run_id operator(pg_catalog.=) refresh_memory_views.run_id) then
+        raise exception 'field "run_id": run % is already in memsub.memory_view_refresh_log; give a new one or NULL',
+            run_id using errcode = '23505', column = 'run_id';
+    end if;
     run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
     foreach v_name in array memsub._memory_view_names() loop
         select r.status, r.error into v_status, v_error from memsub._refresh_memory_view(v_name, run_id) r;
@@ -10700,7 +10742,7 @@ $$;
 
 ALTER PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) IS 'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the run_id of their rows in memory_view_refresh_log. A view another refresh is working on is logged as skipped and a WARNING names the skipped views; a view whose refresh failed is logged as error and a WARNING names it with the error. Call it outside a transaction block: CALL memsub.refresh_memory_views().';
+COMMENT ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) IS 'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the run_id of their rows in memory_view_refresh_log (a run_id given that the log already has: 23505 naming run_id, nothing refreshed). A view another refresh is working on is logged as skipped and a WARNING names the skipped views; a view whose refresh failed is logged as error and a WARNING names it with the error. Call it outside a transaction block: CALL memsub.refresh_memory_views().';
 
 CREATE FUNCTION memsub.retrieve_reflections(p_query public.vector DEFAULT NULL::public.vector, p_tags text[] DEFAULT NULL::text[], p_k integer DEFAULT 5, p_reflection_types text[] DEFAULT NULL::text[], p_min_priority text DEFAULT 'low'::text, p_task_id text DEFAULT NULL::text, p_require_tags boolean DEFAULT false, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(reflection_id uuid, reflection_type text, content text, tags text[], priority text, confidence double precision, distance double precision, tag_overlap double precision, score double precision, access_id uuid)
     LANGUAGE plpgsql
@@ -11878,6 +11920,8 @@ begin
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_stored_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
+    perform memsub._refuse_superseded_node(p_source_type, v_source, 'source_entity', null),
+            memsub._refuse_superseded_node(p_target_type, v_target, 'target_entity', null);
     v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     -- Supersedes of one (source, relationship) run one at a time.
     perform memsub._take_maintenance_lock('supersede_relationship', v_tenant::text || ':'
@@ -11934,7 +11978,7 @@ $$;
 
 ALTER FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Records that (source)-[type]->(target) holds from valid_from (default now) and replaces the other targets of (source, type): their current windows close at valid_from. An edge that already holds is reinforced (mention_count + 1, confidence combined, evidence merged); when its open window starts later, it starts at valid_from now (never before a closed window of the edge ends). Rejects (22023) a valid_from before the start of a fact it would replace.';
+COMMENT ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Records that (source)-[type]->(target) holds from valid_from (default now) and replaces the other targets of (source, type): their current windows close at valid_from. An edge that already holds is reinforced (mention_count + 1, confidence combined, evidence merged); when its open window starts later, it starts at valid_from now (never before a closed window of the edge ends). Rejects (22023) a valid_from before the start of a fact it would replace. A superseded Document or Memory version as source or target is refused (55000 naming source_entity or target_entity): its edges closed when it was superseded.';
 
 CREATE TABLE memsub.world_model_snapshots (
     snapshot_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -12213,6 +12257,8 @@ begin
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
     end if;
+    perform memsub._refuse_superseded_node(p_source_type, v_source, 'source_entity', p_valid_until),
+            memsub._refuse_superseded_node(p_target_type, v_target, 'target_entity', p_valid_until);
     v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
     v_confidence := coalesce(memsub._check_unit(p_confidence, 'confidence'), 0.5);
     v_evidence := memsub._check_doc_refs(p_evidence, 'evidence');
@@ -12253,7 +12299,7 @@ $$;
 
 ALTER FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_valid_until timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_valid_until timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Adds one validity window [valid_from, valid_until) of an edge (valid_from: now; valid_until NULL: open, the current edge) with confidence and evidence DocRefs. A window overlapping another window of the same edge is rejected with SQLSTATE 23P01 (column valid_period) by the call itself, also in a transaction that deferred the exclusion constraint.';
+COMMENT ON FUNCTION memsub.temporal_edge_add(p_source_entity text, p_relationship_type text, p_target_entity text, p_valid_from timestamp with time zone, p_valid_until timestamp with time zone, p_confidence double precision, p_evidence jsonb, p_source_type text, p_target_type text, p_source_packet uuid) IS 'Adds one validity window [valid_from, valid_until) of an edge (valid_from: now; valid_until NULL: open, the current edge) with confidence and evidence DocRefs. A window overlapping another window of the same edge is rejected with SQLSTATE 23P01 (column valid_period) by the call itself, also in a transaction that deferred the exclusion constraint. A window of a superseded Document or Memory version that would hold after it was superseded is refused (55000 naming source_entity or target_entity).';
 
 CREATE FUNCTION memsub.traverse_graph(p_start_entity text, p_max_depth integer DEFAULT 3, p_relationship_types text[] DEFAULT NULL::text[], p_min_confidence double precision DEFAULT 0.0, p_direction text DEFAULT 'outgoing'::text, p_min_path_confidence double precision DEFAULT 0.0, p_limit integer DEFAULT 1000, p_as_of timestamp with time zone DEFAULT NULL::timestamp with time zone) RETURNS TABLE(depth integer, entity text, path text[], relationship_path text[], path_confidence double precision, relationship_id uuid, edge_confidence double precision)
     LANGUAGE plpgsql STABLE
@@ -16497,6 +16543,12 @@ CREATE POLICY not_expired ON memsub.langgraph_store_items AS RESTRICTIVE FOR SEL
 
 COMMENT ON POLICY not_expired ON memsub.langgraph_store_items IS 'A LangGraph store item whose expires_at has passed is never read (only memsub_expiry_owner, which sweeps, sees it).';
 
+CREATE POLICY not_expired ON memsub.langgraph_store_vectors AS RESTRICTIVE FOR SELECT TO memsub_app, memsub_analyst USING ((EXISTS ( SELECT
+   FROM memsub.langgraph_store_items i
+  WHERE ((i.tenant_id = langgraph_store_vectors.tenant_id) AND (i.namespace_key = langgraph_store_vectors.namespace_key) AND (i.key = langgraph_store_vectors.key)))));
+
+COMMENT ON POLICY not_expired ON memsub.langgraph_store_vectors IS 'A LangGraph store vector is read by a client role (memsub_app, memsub_analyst: the roles granted SELECT) only with its item: the item must be visible to the reader (its tenant, organization and not_expired policies), so an expired item''s vectors are hidden with it. The store''s functions (memsub_owner) read vectors only of items they found live.';
+
 CREATE POLICY not_expired ON memsub.memory_embeddings AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone))));
 
 COMMENT ON POLICY not_expired ON memsub.memory_embeddings IS 'An embedding of a packet whose ttl has passed is never read; purge_expired() deletes it with the packet.';
@@ -17287,6 +17339,8 @@ GRANT SELECT ON TABLE memsub.memory_view_refresh_log TO memsub_platform_admin;
 
 REVOKE ALL ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) TO memsub_platform_admin;
+
+REVOKE ALL ON FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) TO memsub_app;
