@@ -354,6 +354,14 @@ def scalar(kind: Callable[[Any], T]) -> Shape[T]:
     return Shape(("value",), lambda found: kind(_single(found)["value"]))
 
 
+def columns_of(model: type[BaseModel]) -> str:
+    """The quoted column list of ``model``'s fields, for a statement that reads a table or view row by row. A
+    statement names its columns rather than ``*``: a prepared ``select *`` fails once on each pooled connection
+    with "cached plan must not change result type" after an upgrade adds a column to what it reads
+    (docs/operations.md, "Upgrading while applications run")."""
+    return ", ".join(sql.Identifier(name).as_string(None) for name in model.model_fields)
+
+
 def raw() -> Shape[list[Row]]:
     """The rows as dictionaries by column name."""
     return Shape(None, lambda found: found)

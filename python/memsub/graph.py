@@ -31,6 +31,7 @@ from memsub._calls import (
     Shape,
     checked,
     checked_limit,
+    columns_of,
     function,
     json_or_none,
     method,
@@ -409,10 +410,13 @@ def graph_nodes(node_type: NodeType | None = None, *, as_of: datetime | None = N
     return query(_NODES, [node_type, node_type, as_of, as_of, checked_limit(limit)], Shape(None, _windowed(GraphNode)))
 
 
+_ENTITY_GRAPH = (f"select {columns_of(EntityGraphRow)} from memsub.tenant_entity_graph "  # noqa: S608 - the model's field names
+                 "order by total_mentions desc, source_entity limit %s")
+
+
 def entity_graph(limit: int = 1000) -> Call[list[EntityGraphRow]]:
     """The tenant's rows of the entity graph view, most mentioned first (memsub.tenant_entity_graph)."""
-    return query("select * from memsub.tenant_entity_graph order by total_mentions desc, source_entity limit %s",
-                 [checked_limit(limit)], rows(EntityGraphRow))
+    return query(_ENTITY_GRAPH, [checked_limit(limit)], rows(EntityGraphRow))
 
 
 class GraphArea(Area[SessionT]):

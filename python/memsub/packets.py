@@ -27,6 +27,7 @@ from memsub._calls import (
     SyncSession,
     checked,
     checked_limit,
+    columns_of,
     finite_vector,
     function,
     items,
@@ -276,14 +277,18 @@ class AuditEntry(BaseModel):
     created_at: datetime
 
 
+_AUDIT_TRAIL = (
+    f"select {columns_of(AuditEntry)} from memsub.audit where tenant_id = memsub.current_tenant_id()"  # noqa: S608 - the model's field names
+    " and (%(session_id)s::text is null or session_id = %(session_id)s)"
+    " and (%(namespace)s::text is null or namespace = %(namespace)s)"
+    " and (%(key)s::text is null or key = %(key)s) order by id limit %(limit)s")
+
+
 def audit_trail(*, session_id: str | None = None, namespace: str | None = None, key: str | None = None,
                 limit: int = 1000) -> Call[list[AuditEntry]]:
     """Visible audit rows, oldest first, optionally of one session or one memory key (the table memsub.audit)."""
     return query(
-        "select * from memsub.audit where tenant_id = memsub.current_tenant_id()"
-        " and (%(session_id)s::text is null or session_id = %(session_id)s)"
-        " and (%(namespace)s::text is null or namespace = %(namespace)s)"
-        " and (%(key)s::text is null or key = %(key)s) order by id limit %(limit)s",
+        _AUDIT_TRAIL,
         {"session_id": checked(session_id, "text", "session_id"), "namespace": checked(namespace, "text", "namespace"),
          "key": checked(key, "text", "key"), "limit": checked_limit(limit)}, rows(AuditEntry))
 

@@ -24,6 +24,7 @@ from memsub._calls import (
     Json,
     SessionT,
     checked,
+    columns_of,
     function,
     json_or_none,
     method,
@@ -144,10 +145,13 @@ def session_create(session_id: str | None = None, *, project_id: str | None = No
                                        "state": json_or_none(state)}, one(Session))
 
 
+_SESSION_BY_ID = (f"select {columns_of(Session)} from memsub.sessions "  # noqa: S608 - the model's field names
+                  "where tenant_id = memsub.current_tenant_id() and id = %(session_id)s")
+
+
 def get_session(session_id: str) -> Call[Session | None]:
     """The session with this id in the context's tenant, or None (the table memsub.sessions)."""
-    return query("select * from memsub.sessions where tenant_id = memsub.current_tenant_id() and id = %(session_id)s",
-                 {"session_id": checked(session_id, "text", "session_id")}, optional(Session))
+    return query(_SESSION_BY_ID, {"session_id": checked(session_id, "text", "session_id")}, optional(Session))
 
 
 def session_append_event(session_id: str, event: dict[str, Any],

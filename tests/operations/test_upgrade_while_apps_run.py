@@ -1,0 +1,84 @@
+"""Upgrading memsub while applications keep running: their pooled connections, prepared statements and kept
+search plans outlive a ``memsub migrate`` that re-applies sql/ (docs/operations.md, "Upgrading while
+applications run")."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+from memsub import resources
+from memsub.client import Substrate
+from memsub.migrator import Migrator
+from memsub.models import PacketEnvelopeIn
+
+from helpers import TENANT_A
+
+USER = UUID("aaaaaaaa-0000-0000-0000-0000000000a1")
+
+
+def _changed_sql(tmp_path: Path) -> Path:
+    """The shipped sql/ with one file's comment touched: what an upgrade that changes a function looks like to
+    the migrator (every sql/ file is re-applied, in one transaction)."""
+    repeatables = tmp_path / "sql"
+    shutil.copytree(resources.repeatables_dir(), repeatables)
+    target = repeatables / "130_packet_read.sql"
+    target.write_text(target.read_text() + "\n-- touched\n")
+    return repeatables
+
+
+def _calls(session: Any, dimension: int, round_: int) -> None:
+    vector = [1.0] + [0.0] * (dimension - 1)
+    written = session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"text": f"round {round_}"}))
+    assert session.packets.get(written.packet_id) is not None
+    session.search.store_embedding(written.packet_id, "content", vector, chunk_text=f"round {round_}")
+    session.search.semantic(vector, k=3)
+    session.search.semantic(vector, k=3)
+    session.memory.write(f"user:{USER}:notes", f"k{round_}", {"round": round_})
+    created = session.sessions.create(app_name="upgrade")
+    session.sessions.append_event(created.id, {"author": "user", "text": "hi"})
+
+
+def test_prepared_calls_on_pooled_connections_survive_a_sql_reapply(db: Any, tmp_path: Path) -> None:
+    with Substrate(db.dsn("app"), min_size=1, max_size=1, prepare_threshold=0) as substrate:
+        with substrate.tenant(TENANT_A, user_id=USER) as session:
+            dimension = session.vector_dimension()
+            _calls(session, dimension, 1)
+            prepared = session.fetch("select count(*)::int as n from pg_catalog.pg_prepared_statements")
+        assert prepared[0]["n"] > 0
+        report = Migrator(db.dsn(), repeatables_path=_changed_sql(tmp_path)).migrate()
+        assert report.repeatables_applied
+        with substrate.tenant(TENANT_A, user_id=USER) as session:
+            _calls(session, dimension, 2)
+        with substrate.tenant(TENANT_A, user_id=USER, per_call=True) as session:
+            _calls(session, dimension, 3)
+
+
+def _with_a_migration(tmp_path: Path, ddl: str) -> Path:
+    """The shipped migrations and one more, newer than any: an upgrade's schema change."""
+    migrations = tmp_path / "migrations"
+    shutil.copytree(resources.migrations_dir(), migrations)
+    (migrations / "99.0.0__upgrade_while_apps_run.sql").write_text(ddl)
+    return migrations
+
+
+def test_reads_of_a_table_that_gains_a_column_survive_the_upgrade(db: Any, tmp_path: Path) -> None:
+    """A migration adds a column to a table the client reads whole: a statement the connection prepared before
+    reads it as before (no "cached plan must not change result type"), per call and in a block."""
+    with Substrate(db.dsn("app"), min_size=1, max_size=1, prepare_threshold=0) as substrate:
+        with substrate.tenant(TENANT_A, user_id=USER) as session:
+            created = session.sessions.create(app_name="upgrade")
+            assert session.sessions.get(created.id) is not None
+            session.packets.audit_trail()
+        migrations = _with_a_migration(tmp_path, "alter table memsub.sessions add column upgrade_note text;\n"
+                                                 "alter table memsub.audit add column upgrade_note text;\n")
+        assert Migrator(db.dsn(), migrations_path=migrations).migrate().applied
+        with substrate.tenant(TENANT_A, user_id=USER, per_call=True) as session:
+            assert session.sessions.get(created.id) is not None
+            session.packets.audit_trail()
+        with substrate.tenant(TENANT_A, user_id=USER) as session:
+            assert session.sessions.get(created.id) is not None
+            session.packets.audit_trail()
+
