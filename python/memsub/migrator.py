@@ -8,6 +8,9 @@ Safety rules:
   guards the whole first install (a second migrator waits, then finds nothing to do);
 - every lock wait is bounded (``lock_wait``, default 60 s): a wait that runs out names the sessions holding
   the lock instead of hanging;
+- a lock a migration or sql/ needs on a table the applications use is waited for ``attempt_wait`` (2 s) at most
+  at a time: the applications' calls that queue behind the waiting request then go on, and the transaction is
+  tried again after a pause, until ``lock_wait`` runs out;
 - a database migrated by newer code (a version this code does not ship) is refused;
 - an applied migration whose file changed is drift: ``migrate`` refuses and ``verify`` names the file.
 
@@ -17,7 +20,7 @@ The same statements drive ``migrate`` and the script printed by ``memsub sql``, 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -45,6 +48,10 @@ from memsub.schema_files import (
 MIGRATION_LOCK_KEY = 0x6D656D737562
 # Seconds a migrator waits for any lock (its own migration lock, or a lock its DDL needs) before giving up.
 DEFAULT_LOCK_WAIT = 60.0
+# Seconds one attempt of a migration's (or sql/'s) transaction waits for a lock its DDL needs. While the request
+# waits, every application call that needs the same table queues behind it: the migrator gives up the attempt
+# (rolled back, the queue drains), pauses half as long, and tries again until lock_wait runs out.
+DEFAULT_ATTEMPT_WAIT = 2.0
 APPLICATION_NAME = "memsub migrate"
 # The migrating session's search_path, whatever the database or the role sets: the migrations create the
 # extensions where it points, and memsub's functions look for pgvector's type and operators in public.
@@ -197,11 +204,16 @@ class Migrator:
     """Migrates one database (given by a libpq connection string) with the SQL shipped in this package."""
 
     def __init__(self, conninfo: str, migrations_path: Path | None = None,
-                 repeatables_path: Path | None = None, lock_wait: float = DEFAULT_LOCK_WAIT) -> None:
+                 repeatables_path: Path | None = None, lock_wait: float = DEFAULT_LOCK_WAIT,
+                 attempt_wait: float = DEFAULT_ATTEMPT_WAIT) -> None:
         if not lock_wait > 0:
             raise MigrationError("lock_wait must be a positive number of seconds")
+        if not attempt_wait > 0:
+            raise MigrationError("attempt_wait must be a positive number of seconds")
         self.conninfo = conninfo
         self.lock_wait = lock_wait
+        self.attempt_wait = min(attempt_wait, lock_wait)
+        self._attempt_deadline = 0.0  # when the lock waits of the running attempt's series end (time.monotonic)
         self.migrations = load_migrations(migrations_path or resources.migrations_dir())
         self.repeatables = load_repeatables(repeatables_path or resources.repeatables_dir())
         if not self.migrations:
@@ -277,11 +289,38 @@ class Migrator:
                 + " (another memsub migrate, or a session that locked the table)") from None
 
     def _lock_timeout_error(self, conn: psycopg.Connection[dict[str, object]], what: str,
-                            error: psycopg.Error) -> MigrationError:
+                            error: psycopg.Error, attempts: int = 1) -> MigrationError:
+        tries = f" ({attempts} attempts)" if attempts > 1 else ""
         return MigrationError(
-            f"{what}: a lock was not granted within {self.lock_wait:g} s ({error.diag.message_primary}); "
+            f"{what}: a lock was not granted within {self.lock_wait:g} s{tries} ({error.diag.message_primary}); "
             "sessions holding locks on memsub tables: "
             + self._holders(conn, _RELATION_HOLDERS, {"relation": None}))
+
+    def _in_attempts(self, conn: psycopg.Connection[dict[str, object]], what: str,
+                     work: Callable[[], bool]) -> bool:
+        """Runs ``work`` (it opens its transaction and takes the migration lock, then calls ``_attempt_locks``)
+        until it is not refused a lock (``attempt_wait`` at most per attempt, a pause of half that between
+        attempts), or ``lock_wait`` has passed: MigrationError naming the sessions holding locks. Returns what
+        ``work`` returns."""
+        deadline = time.monotonic() + self.lock_wait
+        attempts = 0
+        while True:
+            attempts += 1
+            self._attempt_deadline = deadline
+            try:
+                return work()
+            except psycopg.errors.LockNotAvailable as error:
+                pause = self.attempt_wait / 2
+                if time.monotonic() + pause >= deadline:
+                    raise self._lock_timeout_error(conn, what, error, attempts) from None
+                time.sleep(pause)
+
+    def _attempt_locks(self, conn: psycopg.Connection[dict[str, object]]) -> None:
+        """The lock wait of the rest of this attempt's transaction: ``attempt_wait``, or less when ``lock_wait``
+        ends sooner (transaction-local: the migration lock, taken before, waits ``lock_wait``)."""
+        remaining = max(self._attempt_deadline - time.monotonic(), 0.001)
+        conn.execute("select pg_catalog.set_config('lock_timeout', %s, true)",
+                     [f"{max(int(min(self.attempt_wait, remaining) * 1000), 1)}ms"])
 
     @staticmethod
     def _history_ready(conn: psycopg.Connection[dict[str, object]]) -> bool:
@@ -501,37 +540,39 @@ class Migrator:
             return
         grant_create, revoke_create = _owner_grant_statements(conn)
         for migration in plan:
-            try:
+            def apply_migration(migration: Migration = migration) -> bool:
                 with conn.transaction():
                     self.lock_history(conn)
                     applied = self._applied(conn)
                     if migration.version in applied:
-                        continue
+                        return False
                     problems = self._check_history(applied)
                     if problems:
                         raise MigrationError("; ".join(problems))
                     self._plan(applied, migration.version, allow_out_of_order)  # refuses out-of-order
+                    self._attempt_locks(conn)
                     _run_naming_the_file(conn, f"migrations/{migration.path.name}",
                                          [grant_create, *migration_statements(migration), revoke_create])
-            except psycopg.errors.LockNotAvailable as error:
-                raise self._lock_timeout_error(conn, f"migrations/{migration.path.name}", error) from None
-            report.applied.append(migration.path.name)
+                return True
+            if self._in_attempts(conn, f"migrations/{migration.path.name}", apply_migration):
+                report.applied.append(migration.path.name)
         if repeatables_due:
-            try:
+            def apply_repeatables() -> bool:
                 with conn.transaction():
                     self.lock_history(conn)
                     applied = self._applied(conn)
                     if applied and max(applied) != self.head:
                         raise MigrationError(f"database moved to {format_version(max(applied))} meanwhile")
                     if not self._repeatables_due(conn, [], target_version):
-                        return
+                        return False
+                    self._attempt_locks(conn)
                     _run_naming_the_file(conn, "", [grant_create])
                     for name, statements in repeatable_steps(self.repeatables):
                         _run_naming_the_file(conn, name, statements)
                     _run_naming_the_file(conn, "", [revoke_create])
-            except psycopg.errors.LockNotAvailable as error:
-                raise self._lock_timeout_error(conn, "re-runnable objects (sql/)", error) from None
-            report.repeatables_applied = True
+                return True
+            if self._in_attempts(conn, "re-runnable objects (sql/)", apply_repeatables):
+                report.repeatables_applied = True
 
     def shipped_version(self, option: str, text: str | None) -> Version | None:
         """The version an option (``--to``, ``--from``) names, None for none; MigrationError when it is no

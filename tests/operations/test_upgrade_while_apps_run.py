@@ -5,13 +5,18 @@ applications run")."""
 from __future__ import annotations
 
 import shutil
+import threading
+import time
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import pytest
+
 from memsub import resources
 from memsub.client import Substrate
-from memsub.migrator import Migrator
+from memsub.errors import MigrationError
+from memsub.migrator import DEFAULT_ATTEMPT_WAIT, Migrator
 from memsub.models import PacketEnvelopeIn
 
 from helpers import TENANT_A
@@ -82,3 +87,72 @@ def test_reads_of_a_table_that_gains_a_column_survive_the_upgrade(db: Any, tmp_p
             assert session.sessions.get(created.id) is not None
             session.packets.audit_trail()
 
+
+
+def _timed_writes(dsn: str, until: threading.Event, seconds: list[float], failures: list[BaseException]) -> None:
+    """An application writing packets one short call after another, noting how long each call took."""
+    with Substrate(dsn, min_size=1, max_size=1) as substrate:
+        with substrate.tenant(TENANT_A, user_id=USER, per_call=True) as session:
+            while not until.is_set():
+                started = time.monotonic()
+                try:
+                    session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"text": "live"}))
+                except Exception as error:
+                    failures.append(error)
+                seconds.append(time.monotonic() - started)
+                time.sleep(0.02)
+
+
+def test_a_reader_holding_packet_store_stalls_application_writes_one_attempt_at_most(db: Any, tmp_path: Path
+                                                                                      ) -> None:
+    """Re-applying sql/ takes ACCESS EXCLUSIVE on packet_store (its trigger and policy are dropped and created
+    again). While the migrator waits for it behind a long transaction, every other call on the table queues
+    behind the migrator: it waits one attempt (DEFAULT_ATTEMPT_WAIT) at most, lets the queue drain, and tries
+    again until the holder ends, within --lock-wait in all, instead of stalling the applications for the whole
+    of --lock-wait."""
+    hold = 3 * DEFAULT_ATTEMPT_WAIT
+    until, seconds, failures = threading.Event(), [], []
+    writer = threading.Thread(target=_timed_writes, args=(db.dsn("app"), until, seconds, failures))
+    writer.start()
+    try:
+        while len(seconds) < 3 and writer.is_alive():
+            time.sleep(0.05)
+        with db.connect("app") as holder:
+            holder.execute("select count(*) from memsub.packet_store")  # ACCESS SHARE until it ends
+            release = threading.Timer(hold, holder.rollback)
+            release.start()
+            started = time.monotonic()
+            report = Migrator(db.dsn(), repeatables_path=_changed_sql(tmp_path), lock_wait=60).migrate()
+            took = time.monotonic() - started
+            release.join()
+        time.sleep(0.3)
+    finally:
+        until.set()
+        writer.join()
+    assert report.repeatables_applied
+    assert took >= hold
+    assert not failures, failures
+    assert len(seconds) > 4
+    assert max(seconds) < DEFAULT_ATTEMPT_WAIT + 1.5, max(seconds)
+
+
+def test_a_reader_holding_packet_store_past_the_lock_wait_is_named_and_nothing_changes(db: Any, tmp_path: Path
+                                                                                        ) -> None:
+    """The holder outlasts --lock-wait: migrate gives up after it, in attempts, names the holder, and leaves
+    sql/ as it was (the changed file stays pending)."""
+    with db.connect("app") as holder:
+        holder.execute("select count(*) from memsub.packet_store")
+        pid = holder.execute("select pg_backend_pid()").fetchone()
+        assert pid is not None
+        started = time.monotonic()
+        changed = _changed_sql(tmp_path)
+        with pytest.raises(MigrationError) as refused:
+            Migrator(db.dsn(), repeatables_path=changed, lock_wait=2 * DEFAULT_ATTEMPT_WAIT).migrate()
+        took = time.monotonic() - started
+        holder.rollback()
+    message = str(refused.value)
+    assert message.startswith("re-runnable objects (sql/): a lock was not granted within"), message
+    assert "attempts" in message and f"pid {pid[0]} (role memsub_test_app" in message, message
+    assert 2 * DEFAULT_ATTEMPT_WAIT - 0.5 <= took < 2 * DEFAULT_ATTEMPT_WAIT + 3, took
+    status = {entry.name: entry.state for entry in Migrator(db.dsn(), repeatables_path=changed).status() if entry.kind == "repeatable"}
+    assert status["130_packet_read.sql"] == "changed", status
