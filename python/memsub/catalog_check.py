@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from psycopg import sql
@@ -37,6 +37,9 @@ from psycopg.rows import dict_row, tuple_row
 
 from memsub.connection import first_line
 from memsub.schema_files import Repeatable, split_statements
+
+if TYPE_CHECKING:
+    from memsub.migrator import Migrator
 
 SNAPSHOT_PATH = Path(__file__).resolve().parent / "catalog_snapshot.json"
 SNAPSHOT_FORMAT = 1
@@ -619,7 +622,6 @@ _ON = re.compile(r"^(?P<name>.+) on (?P<table>memsub\..+)$")
 _ROUTINES = ("function", "procedure", "aggregate", "window function")
 # A partition's one parent with its bound ("memsub.memory_embeddings FOR VALUES WITH (modulus 16, remainder 3)")
 _PARTITION_OF = re.compile(r'^(?P<parent>(?:"[^"]*"|[^\s"])+) (?P<bound>(?:FOR VALUES|DEFAULT)\b.*)$')
-REPAIR_LOCK_TIMEOUT = "60s"
 _ROLE_FLAGS = ("superuser", "login", "bypassrls", "createrole", "createdb", "replication")
 
 
@@ -684,6 +686,8 @@ class _Repairer:
             with self.conn.transaction():
                 for statement in statements:
                     self.conn.execute(statement.encode())
+        except psycopg.errors.LockNotAvailable:
+            raise  # the whole attempt is tried again (repair)
         except psycopg.Error as error:
             if report:
                 self.report.failures.append(f"{label}: {first_line(error)}")
@@ -971,9 +975,11 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
     row-level security flags, defaults, owners, privileges, role attributes and memberships). Unexpected
     tables, columns, sequences and types are reported, never dropped. A statement that fails is reported in
     ``failures`` and the rest carries on. One transaction, under the migration lock; refused unless every
-    shipped migration is applied and unchanged."""
+    shipped migration is applied and unchanged. A lock not granted within one attempt (``attempt_wait``) rolls
+    the transaction back and tries it again, as migrate does; after ``lock_wait`` (60 s) MigrationError names
+    the sessions holding locks on memsub tables."""
     from memsub.errors import MigrationError
-    from memsub.migrator import Migrator, repeatable_steps
+    from memsub.migrator import Migrator
 
     migrator = Migrator(dsn)
     blocking = [e for e in migrator.status() if e.kind == "migration" and e.state != "applied"]
@@ -982,35 +988,49 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
                              + "; ".join(f"{e.name} is {e.state}" for e in blocking) + " (run memsub migrate)")
     expected = reference(dsn, mode, reference_dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
-        # Never wait without a bound: for the migration lock, nor for the table locks the repair takes.
-        conn.execute("select pg_catalog.set_config('lock_timeout', %s, false)", [REPAIR_LOCK_TIMEOUT])
-        with conn.transaction():
-            # The migration lock (a table lock only memsub.schema_history's owner can take), as migrate takes it.
-            migrator.lock_history(conn)
-            before = compare(expected.objects, fingerprint(conn))
-            report = RepairReport(before, [], [], reference=expected)
-            repairer = _Repairer(conn, expected.objects, report)
-            for difference in before:
-                if difference.state == "unexpected" and difference.kind in _DROPPABLE:
-                    repairer.drop(difference)
-            repairer.prepare(before, {o.name for item in migrator.repeatables for o in item.objects
-                                      if o.kind in ("function", "procedure")})
-            # Each file in a savepoint of its own: one that fails is reported, the others are applied.
-            files = {f"sql/{item.name}": item for item in migrator.repeatables}
-            for label, statements in repeatable_steps(migrator.repeatables):
-                repairer.reapply(label, statements, files.get(label))
-            report.actions.append("re-applied the re-runnable SQL (sql/)")
-            # An index of a partitioned table before the parts it needs on each partition (they attach to it).
-            for difference in sorted(compare(expected.objects, fingerprint(conn)),
-                                     key=lambda d: bool(expected.objects.get(d.object, ("", {}))[1]
-                                                        .get("partition of"))):
-                repairer.restore(difference)
-            repairer.populate()
-            after = compare(expected.objects, fingerprint(conn))
+        # Never wait without a bound: for the migration lock, nor for the table locks the repair takes. A table
+        # lock is waited for one attempt at a time, as migrate waits (Migrator._in_attempts): the applications'
+        # calls queued behind the request go on between attempts.
+        conn.execute("select pg_catalog.set_config('lock_timeout', %s, false)",
+                     [f"{int(migrator.lock_wait * 1000)}ms"])
+        report, after = migrator._in_attempts(
+            conn, "repair", lambda: _repair_attempt(conn, migrator, expected))
     remaining = {(d.object, d.attribute) for d in after}
-    report.restored = [d for d in before if (d.object, d.attribute) not in remaining]
+    report.restored = [d for d in report.before if (d.object, d.attribute) not in remaining]
     report.remaining = after
     return report
+
+
+def _repair_attempt(conn: psycopg.Connection[Any], migrator: Migrator,
+                    expected: Reference) -> tuple[RepairReport, list[Difference]]:
+    """One attempt of the repair's transaction (see repair): the report and the differences left."""
+    from memsub.migrator import repeatable_steps
+
+    with conn.transaction():
+        # The migration lock (a table lock only memsub.schema_history's owner can take), as migrate takes it.
+        migrator.lock_history(conn)
+        migrator._attempt_locks(conn)
+        before = compare(expected.objects, fingerprint(conn))
+        report = RepairReport(before, [], [], reference=expected)
+        repairer = _Repairer(conn, expected.objects, report)
+        for difference in before:
+            if difference.state == "unexpected" and difference.kind in _DROPPABLE:
+                repairer.drop(difference)
+        repairer.prepare(before, {o.name for item in migrator.repeatables for o in item.objects
+                                  if o.kind in ("function", "procedure")})
+        # Each file in a savepoint of its own: one that fails is reported, the others are applied.
+        files = {f"sql/{item.name}": item for item in migrator.repeatables}
+        for label, statements in repeatable_steps(migrator.repeatables):
+            repairer.reapply(label, statements, files.get(label))
+        report.actions.append("re-applied the re-runnable SQL (sql/)")
+        # An index of a partitioned table before the parts it needs on each partition (they attach to it).
+        for difference in sorted(compare(expected.objects, fingerprint(conn)),
+                                 key=lambda d: bool(expected.objects.get(d.object, ("", {}))[1]
+                                                    .get("partition of"))):
+            repairer.restore(difference)
+        repairer.populate()
+        after = compare(expected.objects, fingerprint(conn))
+    return report, after
 
 
 def regenerate_snapshot(server_dsn: str | None = None, path: Path = SNAPSHOT_PATH) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg.rows import dict_row, tuple_row
@@ -41,6 +41,8 @@ from memsub.schema_files import (
     load_repeatables,
     parse_version,
 )
+
+T = TypeVar("T")
 
 # pg_advisory_lock key with which memsub migrators (and printed scripts) create memsub.schema_history on a
 # database without memsub: 'memsub' as bytes. Any login can take an advisory key, so it is only used until that
@@ -288,7 +290,7 @@ class Migrator:
                 + self._holders(conn, _RELATION_HOLDERS, {"relation": "schema_history"})
                 + " (another memsub migrate, or a session that locked the table)") from None
 
-    def _lock_timeout_error(self, conn: psycopg.Connection[dict[str, object]], what: str,
+    def _lock_timeout_error(self, conn: psycopg.Connection[Any], what: str,
                             error: psycopg.Error, attempts: int = 1) -> MigrationError:
         tries = f" ({attempts} attempts)" if attempts > 1 else ""
         return MigrationError(
@@ -296,8 +298,7 @@ class Migrator:
             "sessions holding locks on memsub tables: "
             + self._holders(conn, _RELATION_HOLDERS, {"relation": None}))
 
-    def _in_attempts(self, conn: psycopg.Connection[dict[str, object]], what: str,
-                     work: Callable[[], bool]) -> bool:
+    def _in_attempts(self, conn: psycopg.Connection[Any], what: str, work: Callable[[], T]) -> T:
         """Runs ``work`` (it opens its transaction and takes the migration lock, then calls ``_attempt_locks``)
         until it is not refused a lock (``attempt_wait`` at most per attempt, a pause of half that between
         attempts), or ``lock_wait`` has passed: MigrationError naming the sessions holding locks. Returns what
@@ -315,7 +316,7 @@ class Migrator:
                     raise self._lock_timeout_error(conn, what, error, attempts) from None
                 time.sleep(pause)
 
-    def _attempt_locks(self, conn: psycopg.Connection[dict[str, object]]) -> None:
+    def _attempt_locks(self, conn: psycopg.Connection[Any]) -> None:
         """The lock wait of the rest of this attempt's transaction: ``attempt_wait``, or less when ``lock_wait``
         ends sooner (transaction-local: the migration lock, taken before, waits ``lock_wait``)."""
         remaining = max(self._attempt_deadline - time.monotonic(), 0.001)

@@ -13,7 +13,7 @@ from uuid import UUID
 
 import pytest
 
-from memsub import resources
+from memsub import catalog_check, resources
 from memsub.client import Substrate
 from memsub.errors import MigrationError
 from memsub.migrator import DEFAULT_ATTEMPT_WAIT, Migrator
@@ -154,5 +154,42 @@ def test_a_reader_holding_packet_store_past_the_lock_wait_is_named_and_nothing_c
     assert message.startswith("re-runnable objects (sql/): a lock was not granted within"), message
     assert "attempts" in message and f"pid {pid[0]} (role memsub_test_app" in message, message
     assert 2 * DEFAULT_ATTEMPT_WAIT - 0.5 <= took < 2 * DEFAULT_ATTEMPT_WAIT + 3, took
-    status = {entry.name: entry.state for entry in Migrator(db.dsn(), repeatables_path=changed).status() if entry.kind == "repeatable"}
+    status = {entry.name: entry.state for entry in Migrator(db.dsn(), repeatables_path=changed).status()
+              if entry.kind == "repeatable"}
     assert status["130_packet_read.sql"] == "changed", status
+
+
+def _stalls_during(db: Any, hold: float, work: Any) -> tuple[Any, float, list[float]]:
+    """Runs work() while a writer writes packets and an application transaction reads packet_store for ``hold``
+    seconds: (work's result, its seconds, the writer's call times)."""
+    until, seconds, failures = threading.Event(), [], []
+    writer = threading.Thread(target=_timed_writes, args=(db.dsn("app"), until, seconds, failures))
+    writer.start()
+    try:
+        while len(seconds) < 3 and writer.is_alive():
+            time.sleep(0.05)
+        with db.connect("app") as holder:
+            holder.execute("select count(*) from memsub.packet_store")
+            release = threading.Timer(hold, holder.rollback)
+            release.start()
+            started = time.monotonic()
+            result = work()
+            took = time.monotonic() - started
+            release.join()
+        time.sleep(0.3)
+    finally:
+        until.set()
+        writer.join()
+    assert not failures, failures
+    return result, took, seconds
+
+
+def test_repair_behind_a_reader_of_packet_store_waits_in_attempts_and_reports_no_failure(db: Any) -> None:
+    """`memsub repair` re-applies sql/ as migrate does: behind a transaction reading packet_store it waits one
+    attempt at most at a time (the writers' calls go on between attempts) instead of reporting each statement
+    on the table as a failure after a whole lock wait."""
+    hold = 3 * DEFAULT_ATTEMPT_WAIT
+    report, took, seconds = _stalls_during(db, hold, lambda: catalog_check.repair(db.dsn()))
+    assert report.failures == [] and report.remaining == [], (report.failures, report.remaining)
+    assert took >= hold
+    assert max(seconds) < DEFAULT_ATTEMPT_WAIT + 1.5, max(seconds)
