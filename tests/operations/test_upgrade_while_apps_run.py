@@ -193,3 +193,34 @@ def test_repair_behind_a_reader_of_packet_store_waits_in_attempts_and_reports_no
     assert report.failures == [] and report.remaining == [], (report.failures, report.remaining)
     assert took >= hold
     assert max(seconds) < DEFAULT_ATTEMPT_WAIT + 1.5, max(seconds)
+
+
+def test_verify_while_applications_write_and_hold_transactions_reports_nothing_and_blocks_nobody(db: Any) -> None:
+    problems, took, seconds = _stalls_during(db, 2.0, lambda: Migrator(db.dsn()).verify())
+    assert problems == []
+    assert took < 2.0, took  # it did not wait for the reader
+    assert max(seconds) < 1.0, max(seconds)
+
+
+def test_a_block_open_across_an_upgrade_keeps_its_context_and_the_upgrade_waits_for_it(db: Any, tmp_path: Path
+                                                                                       ) -> None:
+    """The context is transaction-local: a block that set it and wrote before the upgrade goes on writing in
+    it; the re-apply, which needs the tables the block holds, waits (in attempts) until the block commits."""
+    changed = _changed_sql(tmp_path)
+    with Substrate(db.dsn("app"), min_size=1, max_size=2, prepare_threshold=0) as substrate:
+        with substrate.tenant(TENANT_A, user_id=USER) as session:
+            first = session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"text": "before"}))
+            outcome: list[Any] = []
+            migrating = threading.Thread(target=lambda: outcome.append(
+                Migrator(db.dsn(), repeatables_path=changed, lock_wait=30).migrate()))
+            migrating.start()
+            time.sleep(2 * DEFAULT_ATTEMPT_WAIT)
+            assert outcome == []  # waiting for the block
+            second = session.packets.write(PacketEnvelopeIn(packet_type="event", payload={"text": "during"}))
+            tenants = session.fetch("select distinct tenant_id from memsub.packet_store where packet_id = any(%s)",
+                                    [[str(first.packet_id), str(second.packet_id)]])
+        migrating.join(30)
+        assert outcome and outcome[0].repeatables_applied
+        assert [row["tenant_id"] for row in tenants] == [TENANT_A]
+        with substrate.tenant(TENANT_A, user_id=USER) as session:
+            assert session.packets.get(second.packet_id) is not None
