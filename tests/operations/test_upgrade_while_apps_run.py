@@ -7,15 +7,19 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
+import anyio
 import pytest
+from test_servers_behind_a_pooler import api_key, dimension_of, every_route, served
 
 from memsub import catalog_check, resources
 from memsub.client import Substrate
 from memsub.errors import MigrationError
+from memsub.http_api import create_app
 from memsub.migrator import DEFAULT_ATTEMPT_WAIT, Migrator
 from memsub.models import PacketEnvelopeIn
 
@@ -224,3 +228,29 @@ def test_a_block_open_across_an_upgrade_keeps_its_context_and_the_upgrade_waits_
         assert [row["tenant_id"] for row in tenants] == [TENANT_A]
         with substrate.tenant(TENANT_A, user_id=USER) as session:
             assert session.packets.get(second.packet_id) is not None
+
+
+def test_the_http_server_answers_on_its_prepared_connections_across_an_upgrade(db: Any, tmp_path: Path) -> None:
+    """The HTTP server's one pooled connection prepares every statement at once; after migrate applies a
+    migration that adds columns to the tables its routes read and re-applies sql/, every route answers as before
+    on the same connection."""
+    key, dimension = api_key(db, uuid.uuid4()), dimension_of(db)
+    migrations = _with_a_migration(tmp_path, "alter table memsub.memory_entries add column upgrade_note text;\n"
+                                             "alter table memsub.sessions add column upgrade_note text;\n")
+    changed = _changed_sql(tmp_path)
+
+    async def scenario() -> int:
+        app = create_app(db.dsn("app"), min_size=1, max_size=1, prepare_threshold=0)
+        async with served(app, key) as client:
+            await every_route(client, dimension)
+            async with app.state.pool.connection() as conn:
+                pid = (await (await conn.execute("select pg_backend_pid()")).fetchone())[0]
+            report = await anyio.to_thread.run_sync(
+                lambda: Migrator(db.dsn(), migrations_path=migrations, repeatables_path=changed).migrate())
+            assert report.applied == ["99.0.0__upgrade_while_apps_run.sql"] and report.repeatables_applied
+            await every_route(client, dimension)
+            async with app.state.pool.connection() as conn:
+                assert (await (await conn.execute("select pg_backend_pid()")).fetchone())[0] == pid
+        return int(pid)
+
+    assert anyio.run(scenario) > 0
