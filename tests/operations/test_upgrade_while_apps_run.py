@@ -33,8 +33,9 @@ def _changed_sql(tmp_path: Path) -> Path:
     the migrator (every sql/ file is re-applied, in one transaction)."""
     repeatables = tmp_path / "sql"
     shutil.copytree(resources.repeatables_dir(), repeatables)
-    target = repeatables / "130_packet_read.sql"
-    target.write_text(target.read_text() + "\n-- touched\n")
+    for name in ("130_packet_read.sql", "310_semantic_search.sql"):
+        target = repeatables / name
+        target.write_text(target.read_text() + "\n-- touched\n")
     return repeatables
 
 
@@ -55,11 +56,16 @@ def test_prepared_calls_on_pooled_connections_survive_a_sql_reapply(db: Any, tmp
         with substrate.tenant(TENANT_A, user_id=USER) as session:
             dimension = session.vector_dimension()
             _calls(session, dimension, 1)
-            prepared = session.fetch("select count(*)::int as n from pg_catalog.pg_prepared_statements")
-        assert prepared[0]["n"] > 0
+            prepared = session.fetch("select count(*)::int as n, count(*) filter (where not from_sql)::int as "
+                                     "kept from pg_catalog.pg_prepared_statements")
+            hits = [(hit.embedding_id, hit.distance)
+                    for hit in session.search.semantic([1.0] + [0.0] * (dimension - 1), k=3)]
+        assert prepared[0]["n"] > prepared[0]["kept"] > 0  # psycopg's statements and search's kept plan
         report = Migrator(db.dsn(), repeatables_path=_changed_sql(tmp_path)).migrate()
         assert report.repeatables_applied
         with substrate.tenant(TENANT_A, user_id=USER) as session:
+            assert [(hit.embedding_id, hit.distance)
+                    for hit in session.search.semantic([1.0] + [0.0] * (dimension - 1), k=3)] == hits
             _calls(session, dimension, 2)
         with substrate.tenant(TENANT_A, user_id=USER, per_call=True) as session:
             _calls(session, dimension, 3)
