@@ -19,6 +19,7 @@ The same statements drive ``migrate`` and the script printed by ``memsub sql``, 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -79,6 +80,16 @@ _NO_RUN_TIMEOUTS = ("pg_catalog.set_config(name, '0', false) from pg_catalog.pg_
 _HISTORY_TABLES = ("select count(*) = cardinality(%(tables)s::text[]) as present from pg_catalog.pg_class c "
                    "where c.relnamespace = (select oid from pg_catalog.pg_namespace where nspname = 'memsub') "
                    "and c.relname = any(%(tables)s::text[])")
+# The sessions a backend waits for (pg_blocking_pids), read from a second connection while an attempt runs: once
+# the wait has timed out, the lock it was for is no longer known, and a session that merely queued behind the
+# migrator meanwhile holds locks on memsub tables too.
+_BLOCKERS = """\
+select b.pid, a.usename, a.application_name, a.state,
+       extract(epoch from pg_catalog.now() - a.xact_start)::integer as seconds
+  from unnest(pg_catalog.pg_blocking_pids(%(pid)s)) as b(pid) left join pg_catalog.pg_stat_activity a on a.pid = b.pid
+ order by 1"""
+# How often that connection looks.
+_BLOCKERS_EVERY = 0.2
 _RELATION_HOLDERS = """\
 select distinct l.pid, a.usename, a.application_name
   from pg_catalog.pg_locks l left join pg_catalog.pg_stat_activity a on a.pid = l.pid
@@ -291,12 +302,32 @@ class Migrator:
                 + " (another memsub migrate, or a session that locked the table)") from None
 
     def _lock_timeout_error(self, conn: psycopg.Connection[Any], what: str,
-                            error: psycopg.Error, attempts: int = 1) -> MigrationError:
+                            error: psycopg.Error, attempts: int = 1,
+                            blockers: list[dict[str, Any]] | None = None) -> MigrationError:
         tries = f" ({attempts} attempts)" if attempts > 1 else ""
-        return MigrationError(
-            f"{what}: a lock was not granted within {self.lock_wait:g} s{tries} ({error.diag.message_primary}); "
-            "sessions holding locks on memsub tables: "
-            + self._holders(conn, _RELATION_HOLDERS, {"relation": None}))
+        said = f"{what}: a lock was not granted within {self.lock_wait:g} s{tries} ({error.diag.message_primary}); "
+        if blockers:
+            return MigrationError(said + "it waited for " + ", ".join(
+                f"pid {row['pid']} (role {row['usename'] or '?'}, application {row['application_name'] or '-'!r}, "
+                f"{row['state'] or '?'}, transaction open {row['seconds'] if row['seconds'] is not None else '?'} s)"
+                for row in blockers))
+        return MigrationError(said + "sessions holding locks on memsub tables: "
+                              + self._holders(conn, _RELATION_HOLDERS, {"relation": None}))
+
+    def _watch_blockers(self, pid: int, done: threading.Event, seen: list[list[dict[str, Any]]]) -> None:
+        """Until ``done``, notes in ``seen`` (its one element) the sessions backend ``pid`` last waited for. It
+        connects only once the attempt has run for a moment (most never wait)."""
+        if done.wait(_BLOCKERS_EVERY):
+            return
+        try:
+            with self._connect() as side:
+                side.execute("select pg_catalog.set_config('application_name', %s, false)", [APPLICATION_NAME])
+                while not done.wait(_BLOCKERS_EVERY):
+                    rows = side.execute(_BLOCKERS, {"pid": pid}).fetchall()
+                    if rows:
+                        seen[0] = [dict(row) for row in rows]
+        except psycopg.Error:
+            return  # the error then names the holders of locks on memsub tables instead
 
     def _in_attempts(self, conn: psycopg.Connection[Any], what: str, work: Callable[[], T]) -> T:
         """Runs ``work`` (it opens its transaction and takes the migration lock, then calls ``_attempt_locks``)
@@ -308,13 +339,23 @@ class Migrator:
         while True:
             attempts += 1
             self._attempt_deadline = deadline
+            seen: list[list[dict[str, Any]]] = [[]]
+            done = threading.Event()
+            watcher = threading.Thread(target=self._watch_blockers, args=(conn.info.backend_pid, done, seen),
+                                       daemon=True)
+            watcher.start()
             try:
                 return work()
             except psycopg.errors.LockNotAvailable as error:
+                done.set()
+                watcher.join()
                 pause = self.attempt_wait / 2
                 if time.monotonic() + pause >= deadline:
-                    raise self._lock_timeout_error(conn, what, error, attempts) from None
+                    raise self._lock_timeout_error(conn, what, error, attempts, seen[0]) from None
                 time.sleep(pause)
+            finally:
+                done.set()
+                watcher.join()
 
     def _attempt_locks(self, conn: psycopg.Connection[Any]) -> None:
         """The lock wait of the rest of this attempt's transaction: ``attempt_wait``, or less when ``lock_wait``

@@ -260,3 +260,35 @@ def test_the_http_server_answers_on_its_prepared_connections_across_an_upgrade(d
         return int(pid)
 
     assert anyio.run(scenario) > 0
+
+
+def test_giving_up_names_the_session_that_blocked_it_not_the_ones_queued_behind(db: Any, tmp_path: Path) -> None:
+    """An application transaction that began while migrate waited, and holds a lock on another memsub table,
+    did not block it: the error names the holder of packet_store only, with its state."""
+    changed = _changed_sql(tmp_path)
+    with db.connect("app") as holder, db.connect("app") as bystander:
+        holder.execute("select count(*) from memsub.packet_store")
+        holder_pid = holder.execute("select pg_backend_pid()").fetchone()
+        bystander_pid = bystander.execute("select pg_backend_pid()").fetchone()
+        bystander.commit()
+        assert holder_pid is not None and bystander_pid is not None
+        outcome: list[BaseException] = []
+
+        def migrate() -> None:
+            try:
+                Migrator(db.dsn(), repeatables_path=changed, lock_wait=3 * DEFAULT_ATTEMPT_WAIT).migrate()
+            except MigrationError as error:
+                outcome.append(error)
+
+        migrating = threading.Thread(target=migrate)
+        migrating.start()
+        time.sleep(DEFAULT_ATTEMPT_WAIT / 2)
+        bystander.execute("select count(*) from memsub.sessions")  # a table sql/ re-creates policies on, later
+        migrating.join(30)
+        holder.rollback()
+        bystander.rollback()
+    assert len(outcome) == 1
+    message = str(outcome[0])
+    assert f"pid {holder_pid[0]} (role memsub_test_app" in message, message
+    assert "idle in transaction" in message, message
+    assert f"pid {bystander_pid[0]} " not in message, message
