@@ -133,6 +133,22 @@ def contract_of(sqlstate: str | None) -> Contract | None:
     return SQLSTATE_CONTRACT.get(code) or (_INVALID if code.startswith("22") else None)
 
 
+# A statement a connection prepared before an upgrade changed the columns of what it reads is refused once by
+# PostgreSQL with 0A000 (feature_not_supported), which the contract otherwise reads as a change of an immutable
+# packet. Nothing was touched; psycopg prepares the statement again on the next call, so a retry succeeds.
+_CHANGED_UNDER_A_PREPARED_STATEMENT = Contract(ConflictError, 503, "busy",
+                                               "Changed by an upgrade since it was prepared, retry")
+
+
+def contract_of_error(error: psycopg.Error) -> Contract | None:
+    """:func:`contract_of` the error's SQLSTATE, but for a prepared statement an upgrade changed under it
+    ("cached plan must not change result type"): a retryable conflict."""
+    if error.sqlstate == "0A000" and (error.diag.message_primary or "").startswith(
+            "cached plan must not change result type"):
+        return _CHANGED_UNDER_A_PREPARED_STATEMENT
+    return contract_of(error.sqlstate)
+
+
 # The server ended the session: an administrator or a restart (57P01, 57P02), a server still starting (57P03),
 # a database dropped (57P04), the login's idle_in_transaction_session_timeout (25P03) or idle_session_timeout
 # (57P05), or a connection exception (class 08). libpq reports a connection closed under it without a SQLSTATE.
@@ -158,6 +174,6 @@ def from_database_error(error: psycopg.Error) -> MemsubError:
         said = "" if reason in ("the connection is lost", "the connection is closed") else f": {reason}"
         return ConnectionFailed(f"connection to the server lost{said}", sqlstate=error.sqlstate)
     sqlstate = error.sqlstate or ""
-    contract = contract_of(sqlstate)
+    contract = contract_of_error(error)
     cls = contract.error if contract is not None else MemsubError
     return cls(error.diag.message_primary or str(error), sqlstate=sqlstate, field=error.diag.column_name or None)

@@ -35,7 +35,7 @@ from starlette.routing import Route, compile_path
 
 from memsub import _calls
 from memsub.connection import DEFAULT_PREPARE_THRESHOLD, pool_arguments
-from memsub.errors import ConnectionFailed, LocalValidationError, contract_of, lost_connection
+from memsub.errors import ConnectionFailed, LocalValidationError, contract_of_error, lost_connection
 from memsub.graph import Direction
 from memsub.memory import MemoryType
 from memsub.models import parse_time
@@ -96,7 +96,7 @@ def invalid(field: str, detail: str) -> Problem:
 
 def problem_from_database(error: psycopg.Error) -> Problem:
     sqlstate = error.sqlstate or ""
-    contract = contract_of(sqlstate)
+    contract = contract_of_error(error)
     if contract is None:
         raise error  # not part of the contract: a server error
     code, kind, title = contract.status, contract.kind, contract.title

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from memsub import errors
@@ -37,3 +38,23 @@ def test_unlisted_data_exceptions_are_invalid_input_and_others_are_server_errors
     assert contract is not None and contract.error is errors.InvalidInput and contract.status == 422
     assert contract_of("XX000") is None and contract_of(None) is None
     assert all(400 <= c.status < 600 for c in SQLSTATE_CONTRACT.values())
+
+
+def test_a_statement_prepared_before_an_upgrade_changed_its_columns_is_a_retryable_conflict(db) -> None:
+    """PostgreSQL refuses a prepared statement once whose result columns an upgrade changed (0A000, "cached plan
+    must not change result type"): no immutable packet was touched, and the retry, prepared again, succeeds."""
+    from memsub.http_api import problem_from_database
+
+    with db.connect(autocommit=True) as conn:
+        conn.prepare_threshold = 0
+        conn.execute("create table upgraded_meanwhile (a integer)")
+        conn.execute("select * from upgraded_meanwhile where %s", [True], prepare=True)
+        with db.connect(autocommit=True) as migrator:  # psycopg forgets its statements after its own ALTER
+            migrator.execute("alter table upgraded_meanwhile add column b integer")
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as refused:
+            conn.execute("select * from upgraded_meanwhile where %s", [True], prepare=True)
+        translated = errors.from_database_error(refused.value)
+        problem = problem_from_database(refused.value)
+        assert conn.execute("select * from upgraded_meanwhile").fetchall() == []  # the retry
+    assert type(translated) is errors.ConflictError and translated.sqlstate == "0A000"
+    assert (problem.status, problem.kind) == (503, "busy")
