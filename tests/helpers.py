@@ -299,6 +299,19 @@ def terminate_backend(db: Any, pid: int) -> None:
     until_ended(db, pid)
 
 
+def wait_until_one_waits_for_a_lock(db: Any, what: str, timeout: float = 20.0) -> None:
+    """Wait until one backend of the test database waits for a lock (a call of a server under test, whose backend
+    the test does not know, reached the lock the test holds); fail naming ``what`` when none does in time."""
+    deadline = time.monotonic() + timeout
+    with db.connect(autocommit=True) as observer:
+        while time.monotonic() < deadline:
+            if observer.execute("select count(*) from pg_stat_activity where datname = %s "
+                                "and wait_event_type = 'Lock'", [db.name]).fetchone() == (1,):
+                return
+            time.sleep(0.02)
+    raise AssertionError(f"{what} never waited for the lock")
+
+
 def wait_until(conn: psycopg.Connection[Any], moment: datetime) -> None:
     """Wait (outside any transaction) until the server's clock has passed moment (a packet's ttl, say)."""
     conn.commit()

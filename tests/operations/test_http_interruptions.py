@@ -13,6 +13,8 @@ import pytest
 
 from http_helpers import USER_A, USER_B, running_api
 
+from helpers import wait_until_one_waits_for_a_lock
+
 LOCK_MEMORY = "lock table memsub.memory_entries in access exclusive mode"
 KEY = f"/api/v1/memory/namespace/user:{USER_A}:notes/keys/k"
 OTHERS = f"/api/v1/memory/namespace/user:{USER_B}/keys"
@@ -55,7 +57,7 @@ def test_a_client_that_goes_away_mid_request_leaves_the_request_to_finish_and_th
                 gone.sendall(f"PUT {KEY} HTTP/1.1\r\nHost: {host}\r\nAuthorization: Bearer {api.keys['a']['api_key']}"
                              f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
                              + body)
-                wait_for_a_lock(db)
+                wait_until_one_waits_for_a_lock(db, "the request")
             time.sleep(0.3)  # the socket is closed while the request waits
             holder.rollback()
         deadline = time.monotonic() + 10
@@ -68,14 +70,3 @@ def test_a_client_that_goes_away_mid_request_leaves_the_request_to_finish_and_th
     with db.connect() as admin:
         assert admin.execute("select count(*) from pg_stat_activity where datname = %s and state <> 'idle' "
                              "and pid <> pg_backend_pid()", [db.name]).fetchone() == (0,)
-
-
-def wait_for_a_lock(db: Any) -> None:
-    deadline = time.monotonic() + 10
-    with db.connect(autocommit=True) as observer:
-        while time.monotonic() < deadline:
-            if observer.execute("select count(*) from pg_stat_activity where datname = %s "
-                                "and wait_event_type = 'Lock'", [db.name]).fetchone() == (1,):
-                return
-            time.sleep(0.02)
-    raise AssertionError("the request never waited for the lock")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import select
-import socket
 import subprocess
 import time
 import uuid
@@ -14,7 +13,9 @@ from typing import Any
 
 import anyio
 from mcp import Client
-from test_mcp_server import _command, _ended, _env, _free_port
+from test_mcp_server import _command, _ended, _env, _free_port, start_over_http
+
+from helpers import wait_until_one_waits_for_a_lock
 
 LOCK_ENTRIES = "lock table memsub.memory_entries in access exclusive mode"
 USER = uuid.uuid4()
@@ -41,17 +42,6 @@ def _write_entry(request_id: int, key: str) -> dict[str, Any]:
             "params": {"name": "remember_entry", "arguments": arguments}}
 
 
-def _waiting_for_a_lock(db: Any) -> None:
-    deadline = time.monotonic() + 20
-    with db.connect(autocommit=True) as observer:
-        while time.monotonic() < deadline:
-            if observer.execute("select count(*) from pg_stat_activity where datname = %s "
-                                "and wait_event_type = 'Lock'", [db.name]).fetchone() == (1,):
-                return
-            time.sleep(0.02)
-    raise AssertionError("the tool call never waited for the lock")
-
-
 def _entries(db: Any) -> list[str]:
     with db.connect() as conn:
         return [row[0] for row in conn.execute("select key from memsub.memory_entries order by key").fetchall()]
@@ -71,7 +61,7 @@ def test_a_cancelled_stdio_tool_call_keeps_nothing_and_the_server_goes_on(db: An
         with db.connect() as holder:
             holder.execute(LOCK_ENTRIES)
             _send(process, _write_entry(2, "cancelled"))
-            _waiting_for_a_lock(db)
+            wait_until_one_waits_for_a_lock(db, "the tool call")
             _send(process, {"jsonrpc": "2.0", "method": "notifications/cancelled",
                             "params": {"requestId": 2, "reason": "the user gave up"}})
             time.sleep(0.5)
@@ -90,22 +80,10 @@ def test_a_cancelled_stdio_tool_call_keeps_nothing_and_the_server_goes_on(db: An
 def test_a_tool_call_the_sdk_client_abandons_over_streamable_http_keeps_nothing(db: Any) -> None:
     """The SDK's client cancels an abandoned call: over streamable HTTP by closing the call's request."""
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSUB_")} | _env(
-        MEMSUB_DSN=db.dsn("app"), MEMSUB_TENANT=str(uuid.uuid4()), MEMSUB_USER=str(USER))
-    process = subprocess.Popen([*_command(), "mcp", "--transport", "http", "--port", str(port),
-                                "--embedder", "hashing"], env=env, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, text=True)
+    process = start_over_http(port, MEMSUB_DSN=db.dsn("app"), MEMSUB_TENANT=str(uuid.uuid4()),
+                              MEMSUB_USER=str(USER))
     arguments = _write_entry(0, "cancelled")["params"]["arguments"]
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.2)
 
         async def scenario() -> None:
             async with Client(f"http://127.0.0.1:{port}/mcp") as client:
@@ -113,7 +91,7 @@ def test_a_tool_call_the_sdk_client_abandons_over_streamable_http_keeps_nothing(
                     holder.execute(LOCK_ENTRIES)
                     async with anyio.create_task_group() as group:
                         group.start_soon(client.call_tool, "remember_entry", arguments)
-                        await anyio.to_thread.run_sync(_waiting_for_a_lock, db)
+                        await anyio.to_thread.run_sync(wait_until_one_waits_for_a_lock, db, "the tool call")
                         group.cancel_scope.cancel()
                     await anyio.sleep(0.5)
                 written = await client.call_tool("remember_entry", {**arguments, "key": "kept"})

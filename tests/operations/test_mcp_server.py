@@ -715,25 +715,32 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def test_streamable_http_round_trip(db):
-    port = _free_port()
-    tenant = uuid.uuid4()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSUB_")} | _env(
-        MEMSUB_DSN=db.dsn("app"), MEMSUB_TENANT=str(tenant))
+def start_over_http(port: int, **settings: str) -> subprocess.Popen[str]:
+    """`memsub mcp --transport http` on ``port`` with the MEMSUB_* ``settings`` (and the hashing embedder),
+    returned once it listens; the caller stops it (terminate, then _ended)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSUB_")} | _env(**settings)
     process = subprocess.Popen([*_command(), "mcp", "--transport", "http", "--port", str(port),
                                 "--embedder", "hashing"], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert process.poll() is None, process.communicate()
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.2)
+    deadline = time.monotonic() + 60
+    while True:
+        assert process.poll() is None, process.communicate()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return process
+        except OSError:
+            if time.monotonic() >= deadline:
+                process.terminate()
+                _ended(process)
+                raise AssertionError("the HTTP server did not start") from None
+            time.sleep(0.2)
 
+
+def test_streamable_http_round_trip(db):
+    port = _free_port()
+    tenant = uuid.uuid4()
+    process = start_over_http(port, MEMSUB_DSN=db.dsn("app"), MEMSUB_TENANT=str(tenant))
+    try:
         async def scenario() -> None:
             async with Client(f"http://127.0.0.1:{port}/mcp") as client:
                 assert [t.name for t in (await client.list_tools()).tools] == tool_names()
