@@ -230,12 +230,15 @@ begin
        and (p_checkpoint_id is null or c.checkpoint_id = p_checkpoint_id)
        and (p_filter is null or c.metadata @> p_filter)
        and (p_before is null or c.checkpoint_id < p_before)
-     order by c.checkpoint_id desc
+     -- Ids repeat across threads (copy_thread keeps them) and namespaces: ties come by thread, then namespace,
+     -- so a limit picks the same rows each time.
+     order by c.checkpoint_id desc, c.thread_id, c.checkpoint_ns
      limit p_limit;
 end
 $$;
 comment on function memsub.langgraph_checkpoint_list(text, text, text, jsonb, text, integer) is
-    'LangGraph checkpoints of the context tenant, newest first, each with its pending writes (parallel arrays). '
+    'LangGraph checkpoints of the context tenant, newest first (ties on the id: by thread, then namespace), each '
+    'with its pending writes (parallel arrays). '
     'Optional filters: thread, namespace, checkpoint id, metadata containment (p_filter), ids before p_before, '
     'at most p_limit rows (NULL: all; 22023 below 0, 54000 over max_rows, naming limit). Reading the latest checkpoint of a thread: p_thread_id, p_checkpoint_ns, p_limit 1.';
 

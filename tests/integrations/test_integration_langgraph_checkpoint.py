@@ -360,3 +360,29 @@ def test_two_contexts_writing_a_new_thread_at_once(db: Any, first_org: bool, sam
     with db.connect() as conn:
         assert conn.execute("select checkpoint_id, checkpoint, org_id from memsub.langgraph_checkpoints "
                             "where tenant_id = %s", [tenant]).fetchall() == [("c1", b"first", first_context)]
+
+
+def test_list_orders_checkpoints_sharing_an_id_by_thread_and_namespace(db: Any) -> None:
+    # copy_thread gives the copy the same checkpoint ids, and a subgraph's namespace may hold the same id as
+    # its parent's: a list over threads or namespaces meets ties on the id, and a limit or a page must not pick
+    # one of them at random. Ties come by thread, then namespace, whatever order the rows were written in.
+    pool = sync_pool(db.dsn("app"))
+    try:
+        saver = MemsubSaver(pool, TenantContext(uuid.uuid4()))
+        checkpoint = empty_checkpoint()
+        metadata = cast(CheckpointMetadata, {"source": "input", "step": 0})
+        for thread_id, namespace in (("t-z", "sub"), ("t-z", ""), ("t-m", "")):
+            saver.put({"configurable": {"thread_id": thread_id, "checkpoint_ns": namespace}},
+                      checkpoint, metadata, {})
+        saver.copy_thread("t-z", "t-a")
+
+        def keys(config: dict[str, Any] | None, limit: int | None = None) -> list[tuple[str, str]]:
+            return [(t.config["configurable"]["thread_id"], t.config["configurable"]["checkpoint_ns"])
+                    for t in saver.list(cast(Any, config), limit=limit)]
+
+        every = [("t-a", ""), ("t-a", "sub"), ("t-m", ""), ("t-z", ""), ("t-z", "sub")]
+        assert keys(None) == every
+        assert [keys(None, limit=n) for n in (1, 2, 5)] == [every[:1], every[:2], every]
+        assert keys({"configurable": {"thread_id": "t-z"}}) == [("t-z", ""), ("t-z", "sub")]
+    finally:
+        pool.close()
