@@ -411,11 +411,12 @@ def graph_nodes(node_type: NodeType | None = None, *, as_of: datetime | None = N
 
 
 _ENTITY_GRAPH = (f"select {columns_of(EntityGraphRow)} from memsub.tenant_entity_graph "  # noqa: S608 - the model's field names
-                 "order by total_mentions desc, source_entity limit %s")
+                 "order by total_mentions desc, source_entity, relationship_type, target_entity, tenant_id limit %s")
 
 
 def entity_graph(limit: int = 1000) -> Call[list[EntityGraphRow]]:
-    """The tenant's rows of the entity graph view, most mentioned first (memsub.tenant_entity_graph)."""
+    """The tenant's rows of the entity graph view, most mentioned first, ties by source, relationship type, target
+    and tenant (its unique key), so a limit keeps the same rows on every call (memsub.tenant_entity_graph)."""
     return query(_ENTITY_GRAPH, [checked_limit(limit)], rows(EntityGraphRow))
 
 

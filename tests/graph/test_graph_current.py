@@ -325,3 +325,22 @@ def test_reads_cut_at_a_limit_keep_the_same_rows_whatever_order_the_ties_were_wr
     assert neighbours == [("knows",)]
     assert near == [("relationship", "knows", None), ("fact", "colour", "blue")]
     assert walked == [(["knows"],)]
+
+
+def test_the_entity_graph_read_orders_a_source_s_edges_of_equal_mentions_by_type_then_target(db):
+    """session.graph.entity_graph orders by mentions, then source: the edges of one source with as many mentions
+    tie, and a limit between them must keep the same rows on every call, by relationship type then target."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A)
+        for relationship_type, target in (("uses", "zeta"), ("uses", "alpha"), ("likes", "mid"), ("knows", "zeta")):
+            conn.execute("select memsub.upsert_relationship('hub', %s, %s, 0.5)", [relationship_type, target])
+        conn.commit()
+    with db.connect(autocommit=True) as conn:
+        conn.execute("call memsub.refresh_memory_views()")
+    with tenant_session(db.dsn("app")) as session:
+        every = [(r.relationship_type, r.target_entity) for r in session.graph.entity_graph()]
+        firsts = [[(r.relationship_type, r.target_entity) for r in session.graph.entity_graph(limit=n)]
+                  for n in (1, 2, 3)]
+    expected = [("knows", "zeta"), ("likes", "mid"), ("uses", "alpha"), ("uses", "zeta")]
+    assert every == expected
+    assert firsts == [expected[:1], expected[:2], expected[:3]]
