@@ -380,7 +380,7 @@ end
 $$;
 comment on function memsub.memory_list(text) is
     'Live entries (latest version of each key) of a namespace and its sub-namespaces, e.g. user:<id> or '
-    'project:schema_redesign:status, that the caller may see.';
+    'project:schema_redesign:status, that the caller may see: every one (no page), by namespace, then key.';
 
 create or replace function memsub.memory_context(p_session_id text default null)
 returns table (name text, namespace text, key text, value jsonb, version integer, memory_type text,

@@ -205,7 +205,8 @@ def memory_history(namespace: str, key: str) -> Call[list[MemoryEntry]]:
 
 
 def memory_list(namespace_prefix: str) -> Call[list[MemoryEntry]]:
-    """The live entries of the namespaces under a prefix (memsub.memory_list)."""
+    """The live entries of the namespaces under a prefix, every one (no page), by namespace, then key
+    (memsub.memory_list)."""
     return function("memory_list", {"namespace_prefix": namespace_prefix}, rows(MemoryEntry))
 
 
