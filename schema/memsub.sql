@@ -8513,14 +8513,16 @@ begin
        and (p_checkpoint_id is null or c.checkpoint_id = p_checkpoint_id)
        and (p_filter is null or c.metadata @> p_filter)
        and (p_before is null or c.checkpoint_id < p_before)
-     order by c.checkpoint_id desc
+     -- Ids repeat across threads (copy_thread keeps them) and namespaces: ties come by thread, then namespace,
+     -- so a limit picks the same rows each time.
+     order by c.checkpoint_id desc, c.thread_id, c.checkpoint_ns
      limit p_limit;
 end
 $$;
 
 ALTER FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_filter jsonb, p_before text, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_filter jsonb, p_before text, p_limit integer) IS 'LangGraph checkpoints of the context tenant, newest first, each with its pending writes (parallel arrays). Optional filters: thread, namespace, checkpoint id, metadata containment (p_filter), ids before p_before, at most p_limit rows (NULL: all; 22023 below 0, 54000 over max_rows, naming limit). Reading the latest checkpoint of a thread: p_thread_id, p_checkpoint_ns, p_limit 1.';
+COMMENT ON FUNCTION memsub.langgraph_checkpoint_list(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_filter jsonb, p_before text, p_limit integer) IS 'LangGraph checkpoints of the context tenant, newest first (ties on the id: by thread, then namespace), each with its pending writes (parallel arrays). Optional filters: thread, namespace, checkpoint id, metadata containment (p_filter), ids before p_before, at most p_limit rows (NULL: all; 22023 below 0, 54000 over max_rows, naming limit). Reading the latest checkpoint of a thread: p_thread_id, p_checkpoint_ns, p_limit 1.';
 
 CREATE FUNCTION memsub.langgraph_checkpoint_put(p_thread_id text, p_checkpoint_ns text, p_checkpoint_id text, p_parent_checkpoint_id text, p_checkpoint_type text, p_checkpoint bytea, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
@@ -9510,7 +9512,7 @@ $$;
 
 ALTER FUNCTION memsub.memory_list(p_namespace_prefix text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_list(p_namespace_prefix text) IS 'Live entries (latest version of each key) of a namespace and its sub-namespaces, e.g. user:<id> or project:schema_redesign:status, that the caller may see.';
+COMMENT ON FUNCTION memsub.memory_list(p_namespace_prefix text) IS 'Live entries (latest version of each key) of a namespace and its sub-namespaces, e.g. user:<id> or project:schema_redesign:status, that the caller may see: every one (no page), by namespace, then key.';
 
 CREATE FUNCTION memsub.memory_maintenance(p_threshold double precision DEFAULT 1.0, p_half_life interval DEFAULT '7 days'::interval) RETURNS TABLE(memory_entry_id uuid, namespace text, key text, version integer, importance double precision, strength double precision, score double precision, outcome text)
     LANGUAGE plpgsql SECURITY DEFINER
