@@ -6,7 +6,9 @@ import json
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from types import FrameType
+from typing import Any
 
 import click
 
@@ -40,14 +42,28 @@ def maintain_command(dsn: str | None, tasks: tuple[str, ...], every: str | None,
         fail(InvalidInput("--rounds needs --every", field="rounds"), as_json=as_json)
     conninfo = reachable_dsn(dsn)
     stop = threading.Event()
+    found: dict[signal.Signals, Any] = {}  # the handlers the worker replaced, given back when it returns
     if period is not None:
         def on_signal(signum: int, frame: FrameType | None) -> None:
             click.echo(f"memsub: signal {signum}: stopping after the current round", err=True)
             stop.set()
 
         if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, on_signal)
-            signal.signal(signal.SIGINT, on_signal)
+            for caught in (signal.SIGTERM, signal.SIGINT):
+                found[caught] = signal.signal(caught, on_signal)
+    try:
+        any_failed = _run_rounds(conninfo, tasks, period, rounds, as_json, stop)
+    finally:
+        for caught, handler in found.items():
+            signal.signal(caught, handler)
+    if any_failed:
+        sys.exit(CHECK_FAILED)
+
+
+def _run_rounds(conninfo: str, tasks: Sequence[str], period: float | None, rounds: int | None, as_json: bool,
+                stop: threading.Event) -> bool:
+    """Run rounds (one, or one every ``period`` seconds until ``rounds`` are done or ``stop`` is set), printing
+    each; True when any round did not succeed."""
     any_failed = False
     done = 0
     while True:
@@ -63,6 +79,5 @@ def maintain_command(dsn: str | None, tasks: tuple[str, ...], every: str | None,
                 click.echo(line)
         sys.stdout.flush()
         if period is None or (rounds is not None and done >= rounds) or stop.wait(period):
-            break
-    if any_failed:
-        sys.exit(CHECK_FAILED)
+            return any_failed
+

@@ -108,6 +108,9 @@ def test_a_statement_the_server_cancels_raises_conflict_error_and_the_pool_goes_
 @pytest.mark.parametrize("per_call", [False, True])
 def test_ctrl_c_while_a_sync_call_waits_keeps_nothing_and_leaves_the_connection_clean(db: Any,
                                                                                       per_call: bool) -> None:
+    # Python's own handler, which raises KeyboardInterrupt: another one left behind (a worker's, say) would catch
+    # the signal and leave this call waiting for the lock for ever.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     with Substrate(db.dsn("app"), min_size=1, max_size=1) as substrate:
         with substrate.pool.connection() as connection:
             pid = connection.info.backend_pid

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import threading
 import time
 
@@ -163,6 +164,17 @@ def test_worker_runs_rounds_until_told_to_stop(db):
     rounds = _rounds(result.stdout)
     assert len(rounds) == 2 and all(r["ok"] for r in rounds)
     assert [t["task"] for t in rounds[1]["tasks"]] == ["purge_expired", "summaries_due"]
+
+
+def test_a_worker_gives_back_the_signal_handlers_it_found(db):
+    """The worker catches SIGTERM and SIGINT to stop after the current round; run within a program (click's
+    standalone_mode=False, a test's CliRunner), it hands that program its own handlers back when it returns, so a
+    later Ctrl-C still interrupts the program instead of asking a finished worker to stop."""
+    before = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM))
+    result = CliRunner().invoke(cli, ["maintain", "--json", "--every", "1s", "--rounds", "1",
+                                      "--task", "summaries_due", "--dsn", db.dsn("platform_admin")])
+    assert result.exit_code == 0, result.output
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == before
 
 
 def test_maintain_rejects_a_bad_interval_with_exit_2(db):
