@@ -34,10 +34,11 @@ comment on function memsub.memory_tiers() is
 create or replace function memsub.maintain_tasks() returns text[]
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
-as $$ select array['purge_expired', 'refresh_memory_views', 'learn_importance', 'memory_maintenance',
+as $$ select array['purge_expired', 'learn_importance', 'memory_maintenance', 'refresh_memory_views',
                    'summaries_due', 'tune_search']::text[] $$;
 comment on function memsub.maintain_tasks() is
-    'The tasks memsub maintain runs, in the order it runs them; each has its own maintain lock '
+    'The tasks memsub maintain runs, in the order it runs them (the views are refreshed after the importance '
+    'is learned and entries promoted, so they hold what the round changed); each has its own maintain lock '
     '(memsub.maintain_lock).';
 
 create or replace function memsub.context_roles() returns text[]

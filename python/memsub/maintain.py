@@ -214,14 +214,15 @@ def _tune_search(conn: Connection, report: TaskReport) -> None:
 
 RUNNERS: dict[str, Callable[[Connection, TaskReport], None]] = {
     "purge_expired": _purge_expired,
-    "refresh_memory_views": _refresh_memory_views,
     "learn_importance": _learn_importance,
     "memory_maintenance": _memory_maintenance,
+    "refresh_memory_views": _refresh_memory_views,
     "summaries_due": _summaries_due,
     "tune_search": _tune_search,
 }
 # The tasks in the order they run: memsub.maintain_tasks() (tests/foundation/test_vocabulary.py holds the two
-# equal).
+# equal). The views are refreshed after the round has learned importance and promoted entries, so a reader of
+# the views after a round sees what the round changed.
 TASKS = tuple(RUNNERS)
 
 

@@ -157,7 +157,8 @@ def test_a_document_re_ingested_is_searched_in_its_new_version_only(db):
 
 
 def _note(text: str) -> PacketEnvelopeIn:
-    return PacketEnvelopeIn(packet_type="note", payload={"text": text}, importance_score=0.5, memory={
+    return PacketEnvelopeIn(packet_type="note", payload={"text": text}, importance_score=0.65,
+                            routing={"agent": "helper"}, memory={
         "embeddings": [{"embedding_type": "content", "vector": EMBED.vector(text), "chunk_text": text}]})
 
 
@@ -219,3 +220,8 @@ def test_what_the_agent_reads_after_the_maintenance_between_days(db):
             assert [e.target_entity for e in session.graph.edges_as_of(drawn, entity="Alice")] == [str(sent.id)]
             assert [e.value for e in session.memory.list(f"user:{ALICE}") if e.key == "report_state"] == ["sent"]
             assert [h.key for h in session.memory.search("weekly report", k=10)].count("report_state") <= 1
+            # The memory view of recent important packets, refreshed by the same round, holds the importance
+            # that round learned: the useful note is important now, the useless one is not.
+            important = session.fetch("select packet_id, importance_score from memsub.tenant_agent_recent_important")
+            assert [(r["packet_id"], r["importance_score"]) for r in important] == [
+                (coffee.packet_id, ranked[0].importance_score)]
