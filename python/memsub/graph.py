@@ -222,12 +222,19 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def _windowed(model: type[M]) -> Callable[[list[Row]], list[M]]:
-    """Rows whose ``valid_period`` range becomes ``valid_from`` and ``valid_until`` (None: still valid)."""
+    """Rows whose ``valid_period`` range becomes ``valid_from`` and ``valid_until`` (None: still valid).
+
+    An empty range (a node replaced in the transaction that created it: ``[t, t)``, which PostgreSQL keeps without
+    its bounds) becomes ``valid_from = valid_until = created_at``."""
     def decode(found: list[Row]) -> list[M]:
         decoded = []
         for row in found:
             period = row.pop("valid_period")
-            decoded.append(model.model_validate({**row, "valid_from": period.lower, "valid_until": period.upper}))
+            if period.isempty:
+                lower = upper = row.get("created_at")
+            else:
+                lower, upper = period.lower, period.upper
+            decoded.append(model.model_validate({**row, "valid_from": lower, "valid_until": upper}))
         return decoded
     return decode
 

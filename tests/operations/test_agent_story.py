@@ -225,3 +225,23 @@ def test_what_the_agent_reads_after_the_maintenance_between_days(db):
             important = session.fetch("select packet_id, importance_score from memsub.tenant_agent_recent_important")
             assert [(r["packet_id"], r["importance_score"]) for r in important] == [
                 (coffee.packet_id, ranked[0].importance_score)]
+
+
+def test_nodes_of_versions_replaced_in_the_transaction_that_made_them_are_listed(db):
+    """A document version superseded, or a session ended, in the transaction that created it existed as the
+    latest for no time: its window is empty, and listing the nodes still reads every node."""
+    with Substrate(db.dsn("app"), max_size=1) as substrate:
+        with substrate.tenant(TENANT_A, user_id=ALICE, session_id="quick") as session:
+            first = _ingest(session, "Draft one.\n")
+            second = _ingest(session, "Draft two.\n")
+            session.sessions.create("quick")
+            session.sessions.terminate("quick")
+        with substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            nodes = {n.node_id: n for n in session.graph.nodes()}
+            old, new = nodes[str(first.document_id)], nodes[str(second.document_id)]
+            assert old.valid_from == old.valid_until == old.created_at
+            assert (new.valid_from, new.valid_until) == (new.created_at, None)
+            episode = nodes["quick"]
+            assert episode.valid_from == episode.valid_until == episode.created_at
+            assert str(first.document_id) not in {n.node_id for n in session.graph.nodes("Document",
+                                                                                       as_of=old.created_at)}
