@@ -245,3 +245,38 @@ def test_nodes_of_versions_replaced_in_the_transaction_that_made_them_are_listed
             assert episode.valid_from == episode.valid_until == episode.created_at
             assert str(first.document_id) not in {n.node_id for n in session.graph.nodes("Document",
                                                                                        as_of=old.created_at)}
+
+
+def test_lineage_walks_through_a_turn_that_expired_and_was_purged_between_days(db):
+    thread = "5e551011-0000-4000-8000-000000000003"
+    with Substrate(db.dsn("app"), max_size=1) as substrate:
+        with substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            root = session.packets.write(_turn("plan the trip", thread))
+            expiry = datetime.now(UTC) + timedelta(seconds=1)
+            middle = session.packets.write(_turn("my passport number", thread, [root.packet_id], ttl=expiry))
+            left = session.packets.write(_turn("book the flight", thread, [middle.packet_id]))
+            right = session.packets.write(_turn("book the hotel", thread, [middle.packet_id]))
+            merged = session.packets.write(_turn("trip booked", thread, [left.packet_id, right.packet_id]))
+        time.sleep(max(0.0, (expiry - datetime.now(UTC)).total_seconds()) + 0.1)
+        with substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            states = {r.packet_id: (r.depth, r.state) for r in session.packets.get_lineage(merged.packet_id)}
+            assert states[middle.packet_id] == (2, "expired") and states[root.packet_id] == (3, "live")
+            assert middle.packet_id not in {p.packet_id for p in session.packets.get_thread(thread)}
+        result = CliRunner().invoke(cli, ["maintain", "--json", "--task", "purge_expired",
+                                          "--dsn", db.dsn("platform_admin")])
+        assert result.exit_code == 0, result.output
+        with substrate.tenant(TENANT_A, user_id=ALICE) as session:
+            up = session.packets.get_lineage(merged.packet_id)
+            assert sorted((r.depth, str(r.packet_id), r.state) for r in up) == sorted([
+                (1, str(left.packet_id), "live"),
+                (1, str(right.packet_id), "live"), (2, str(middle.packet_id), "purged"),
+                (3, str(root.packet_id), "live")])
+            down = session.packets.get_lineage(root.packet_id, "descendants")
+            assert {(r.packet_id, r.depth) for r in down} == {
+                (middle.packet_id, 1), (left.packet_id, 2), (right.packet_id, 2),
+                (merged.packet_id, 3)}
+            purged = next(r for r in down if r.packet_id == middle.packet_id)
+            assert (purged.state, purged.parent_ids, purged.generation) == ("purged", [root.packet_id], 1)
+            assert [p.packet_id for p in session.packets.get_thread(thread)] == [
+                root.packet_id, left.packet_id, right.packet_id, merged.packet_id]
+            assert merged.generation == 3
