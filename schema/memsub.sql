@@ -9363,12 +9363,12 @@ COMMENT ON FUNCTION memsub.maintain_lock(p_task text, OUT taken boolean, OUT hol
 CREATE FUNCTION memsub.maintain_tasks() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'pg_temp'
-    AS $$ select array['purge_expired', 'refresh_memory_views', 'learn_importance', 'memory_maintenance',
+    AS $$ select array['purge_expired', 'learn_importance', 'memory_maintenance', 'refresh_memory_views',
                    'summaries_due', 'tune_search']::text[] $$;
 
 ALTER FUNCTION memsub.maintain_tasks() OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.maintain_tasks() IS 'The tasks memsub maintain runs, in the order it runs them; each has its own maintain lock (memsub.maintain_lock).';
+COMMENT ON FUNCTION memsub.maintain_tasks() IS 'The tasks memsub maintain runs, in the order it runs them (the views are refreshed after the importance is learned and entries promoted, so they hold what the round changed); each has its own maintain lock (memsub.maintain_lock).';
 
 CREATE FUNCTION memsub.memory_context(p_session_id text DEFAULT NULL::text) RETURNS TABLE(name text, namespace text, key text, value jsonb, version integer, memory_type text, source text, precedence integer)
     LANGUAGE plpgsql STABLE
