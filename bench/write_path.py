@@ -61,8 +61,13 @@ def envelope(packet_id: uuid.UUID, number: int, text: str, vector: list[float]) 
     return json.dumps(envelope_value(packet_id, number, text, vector))
 
 
+# --thread: every memsub item in this thread (one writer per thread, which locks it: docs/decisions.md).
+THREAD: list[str] = []
+
+
 def envelope_value(packet_id: uuid.UUID, number: int, text: str, vector: list[float]) -> dict[str, Any]:
     return {
+        **({"thread_id": THREAD[0]} if THREAD else {}),
         "packet_id": str(packet_id), "packet_type": "memory_write",
         "timestamp": f"2026-01-01T00:00:{number // 1000000 % 60:02d}.{number % 1000000:06d}Z",
         "metadata": {"agent": "bench_agent"},
@@ -331,10 +336,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--client-items", type=int, default=1000,
                         help="items per form of the client batch (default 1000)")
     parser.add_argument("--dimension", type=int, default=384)
+    parser.add_argument("--thread", action="store_true",
+                        help="write every memsub item in one thread (default: no thread)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     args = parser.parse_args(argv)
     if min(args.items, args.batch, args.singles, args.client_items, args.dimension) < 1:
         parser.error("--items, --batch, --singles, --client-items and --dimension must be positive")
+    if args.thread:
+        THREAD.append(str(uuid.uuid4()))
 
     def log(message: str) -> None:
         print(message, file=sys.stderr, flush=True)

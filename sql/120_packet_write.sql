@@ -649,6 +649,37 @@ comment on function memsub._purged_packet_ids(uuid[]) is
 grant select on memsub.packet_tombstones to memsub_retrieval_owner;
 grant execute on function memsub._purged_packet_ids(uuid[]) to memsub_owner;
 
+-- Writes to one thread commit in write_seq order. A packet's write_seq is drawn when it is inserted, not when it
+-- commits: a packet written while another writer of its thread is still open would otherwise be readable first,
+-- and a reader whose cursor passed it would never see the other (get_thread pages by write_seq). Every writer of a
+-- thread therefore takes the thread's lock before it draws write_seq and holds it until its transaction ends, so a
+-- second writer draws only once the first has committed (or rolled back). The lock is a row of
+-- memsub.maintenance_lock (task 'packet_thread', key tenant/thread), which only memsub's owner roles can take: an
+-- advisory key could be taken by any login. Two keys that hash alike only make their writers wait for each other.
+-- A batch takes its threads' locks in one order (by key, then thread), so two batches never wait for each other in
+-- a cycle. Packets without a thread are paged by no cursor and take no lock.
+create or replace function memsub._lock_packet_threads(p_tenant uuid, p_threads uuid[]) returns void
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_thread uuid;
+begin
+    for v_thread in
+        select t from unnest(p_threads) as t
+         where t is not null
+         group by t
+         order by pg_catalog.hashtextextended(p_tenant::text || '/' || t::text, 0), t
+    loop
+        perform memsub._take_maintenance_lock('packet_thread', p_tenant::text || '/' || v_thread::text);
+    end loop;
+end
+$$;
+comment on function memsub._lock_packet_threads(uuid, uuid[]) is
+    'Internal to write_packet(s): locks each of the threads of the tenant until the transaction ends, in one fixed '
+    'order (a writer of a thread waits for its other open writers, so the thread''s packets commit in write_seq '
+    'order and a get_thread cursor never passes a packet that commits later). NULLs are skipped.';
+
 create or replace function memsub._insert_packets(p_packets memsub.packet_fields[], p_tenant uuid, p_org uuid,
                                                  p_user uuid) returns integer
 language plpgsql volatile security invoker
@@ -670,6 +701,11 @@ begin
                 using errcode = '23505', column = 'packet_id',
                       hint = 'Write the new content under a new packet_id.';
         end if;
+    end if;
+    -- write_seq is drawn by this INSERT: under the threads' locks (memsub._lock_packet_threads). A single packet
+    -- without a thread takes none and skips the call.
+    if cardinality(p_packets) > 1 or p_packets[1].thread_id is not null then
+        perform memsub._lock_packet_threads(p_tenant, array(select b.thread_id from unnest(p_packets) as b));
     end if;
     -- The stored envelope is the written one, vectors and header fields apart (the readers put the header fields
     -- back from their columns), with the other normalized fields filled in.
@@ -1276,6 +1312,15 @@ begin
     end if;
     if total = 0 then
         return;
+    end if;
+    -- Every thread the batch writes, locked at once in one order (memsub._lock_packet_threads): envelope by
+    -- envelope, the batch would otherwise take them in its own order and could wait in a cycle with another batch.
+    -- A thread_id that is not a UUID is refused below.
+    if total > 1 then
+        perform memsub._lock_packet_threads(memsub._require_tenant_id(), array(
+            select memsub._canonical_uuid_text(e ->> 'thread_id')::uuid
+              from jsonb_array_elements(p_envelopes) as x(e)
+             where jsonb_typeof(e) = 'object' and jsonb_typeof(e -> 'thread_id') = 'string'));
     end if;
     -- The whole batch at once when the set-based path can take it; anything it declines or any error it meets
     -- (rolled back with its subtransaction) goes envelope by envelope below, which names the envelope and field.
