@@ -2714,6 +2714,11 @@ begin
                       hint = 'Write the new content under a new packet_id.';
         end if;
     end if;
+    -- write_seq is drawn by this INSERT: under the threads' locks (memsub._lock_packet_threads). A single packet
+    -- without a thread takes none and skips the call.
+    if cardinality(p_packets) > 1 or p_packets[1].thread_id is not null then
+        perform memsub._lock_packet_threads(p_tenant, array(select b.thread_id from unnest(p_packets) as b));
+    end if;
     -- The stored envelope is the written one, vectors and header fields apart (the readers put the header fields
     -- back from their columns), with the other normalized fields filled in.
     insert into memsub.packet_store as s (
@@ -3279,6 +3284,28 @@ $_$;
 ALTER FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) IS 'Internal: links each chunk of a document version to its nearest chunks (at most count, cosine distance at most max_distance) of the latest versions of other paths, in both directions (document_chunks.neighbors). A chunk names only chunks every reader of it may see: tenant-wide ones, or its own organization''s (an organization''s chunk near a tenant-wide one is linked one way). Returns the number of links found. Called by memsub.document_ingest.';
+
+CREATE FUNCTION memsub._lock_packet_threads(p_tenant uuid, p_threads uuid[]) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_thread uuid;
+begin
+    for v_thread in
+        select t from unnest(p_threads) as t
+         where t is not null
+         group by t
+         order by pg_catalog.hashtextextended(p_tenant::text || '/' || t::text, 0), t
+    loop
+        perform memsub._take_maintenance_lock('packet_thread', p_tenant::text || '/' || v_thread::text);
+    end loop;
+end
+$$;
+
+ALTER FUNCTION memsub._lock_packet_threads(p_tenant uuid, p_threads uuid[]) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._lock_packet_threads(p_tenant uuid, p_threads uuid[]) IS 'Internal to write_packet(s): locks each of the threads of the tenant until the transaction ends, in one fixed order (a writer of a thread waits for its other open writers, so the thread''s packets commit in write_seq order and a get_thread cursor never passes a packet that commits later). NULLs are skipped.';
 
 CREATE FUNCTION memsub._maintenance_lock_holder(p_task text, p_key text DEFAULT ''::text) RETURNS text
     LANGUAGE sql STABLE SECURITY DEFINER
@@ -13016,6 +13043,15 @@ begin
     if total = 0 then
         return;
     end if;
+    -- Every thread the batch writes, locked at once in one order (memsub._lock_packet_threads): envelope by
+    -- envelope, the batch would otherwise take them in its own order and could wait in a cycle with another batch.
+    -- A thread_id that is not a UUID is refused below.
+    if total > 1 then
+        perform memsub._lock_packet_threads(memsub._require_tenant_id(), array(
+            select memsub._canonical_uuid_text(e ->> 'thread_id')::uuid
+              from jsonb_array_elements(p_envelopes) as x(e)
+             where jsonb_typeof(e) = 'object' and jsonb_typeof(e -> 'thread_id') = 'string'));
+    end if;
     -- The whole batch at once when the set-based path can take it; anything it declines or any error it meets
     -- (rolled back with its subtransaction) goes envelope by envelope below, which names the envelope and field.
     -- Its statements cost about as much as four envelopes written one by one: small batches skip it.
@@ -17242,6 +17278,8 @@ REVOKE ALL ON FUNCTION memsub._later_expiry(p_first timestamp without time zone,
 REVOKE ALL ON FUNCTION memsub._lineage_nodes(p_tenant_id uuid, p_packet_ids uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._lock_packet_threads(p_tenant uuid, p_threads uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._maintenance_lock_holder(p_task text, p_key text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._maintenance_lock_holder(p_task text, p_key text) TO memsub_view_owner;
