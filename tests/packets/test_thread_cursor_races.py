@@ -143,3 +143,13 @@ def test_a_writer_of_another_thread_or_of_none_does_not_wait(db, path, other):
             call.join()
     assert call.error is None, call.error
     assert done
+
+
+def test_the_write_order_sequence_hands_out_values_in_call_order(db):
+    """The cursor's guarantee rests on write_seq's sequence having no per-session cache: with one, a session would
+    draw a value from a block it took earlier, below values other sessions drew since, under the thread's lock."""
+    with db.connect() as conn:
+        cache = conn.execute("select seqcache from pg_catalog.pg_sequence where seqrelid = "
+                             "pg_catalog.pg_get_serial_sequence('memsub.packet_store', 'write_seq')::regclass"
+                             ).fetchone()
+    assert cache == (1,)
