@@ -4,6 +4,7 @@ applications run")."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import threading
 import time
@@ -20,6 +21,9 @@ from memsub import catalog_check, resources
 from memsub.client import Substrate
 from memsub.errors import MigrationError
 from memsub.http_api import create_app
+from memsub.integrations import adk, langgraph_checkpoint, langgraph_store, openai_agents
+from memsub.integrations._context import TenantContext, async_pool_of, pool_options
+from memsub.integrations.adk import MemsubSessionService
 from memsub.migrator import DEFAULT_ATTEMPT_WAIT, Migrator
 from memsub.models import PacketEnvelopeIn
 
@@ -96,6 +100,64 @@ def test_reads_of_a_table_that_gains_a_column_survive_the_upgrade(db: Any, tmp_p
         with substrate.tenant(TENANT_A, user_id=USER) as session:
             assert session.sessions.get(created.id) is not None
             session.packets.audit_trail()
+
+
+
+_ADK_LIST = ("create or replace function memsub.adk_session_list(p_app_name text, p_user_id text)\n"
+             "returns table (id text, last_update_time double precision)\n")
+_ADK_LIST_ROW = "    select s.id::text, extract(epoch from s.updated_at)::double precision\n"
+
+
+def _sql_where_an_adapter_function_gains_a_column(tmp_path: Path) -> Path:
+    """The shipped sql/ where memsub.adk_session_list returns one more column: an upgrade that changes the result
+    of a function an adapter reads (dropped and created again, as sql/ does for a changed signature)."""
+    repeatables = tmp_path / "sql"
+    shutil.copytree(resources.repeatables_dir(), repeatables)
+    target = repeatables / "940_adk.sql"
+    text = target.read_text()
+    assert text.count(_ADK_LIST) == 1 and text.count(_ADK_LIST_ROW) == 1
+    text = text.replace(_ADK_LIST, "drop function if exists memsub.adk_session_list(text, text);\n"
+                                   + _ADK_LIST.replace("create or replace", "create").replace(
+                                       "double precision)", "double precision, upgrade_note text)"))
+    target.write_text(text.replace(_ADK_LIST_ROW, _ADK_LIST_ROW.rstrip("\n") + ", null::text\n"))
+    return repeatables
+
+
+def test_an_adapter_reads_a_function_whose_result_gains_a_column_after_the_upgrade(db: Any, tmp_path: Path
+                                                                                   ) -> None:
+    """An upgrade adds a column to the result of a function a framework adapter reads: the statement its pooled
+    connection prepared before reads it as before (no "cached plan must not change result type")."""
+    async def scenario() -> list[str]:
+        pool = async_pool_of(pool_options(db.dsn("app"), max_size=1, prepare_threshold=0))  # one connection
+        await pool.open()
+        service = MemsubSessionService(pool, TenantContext(uuid.uuid4()))
+        try:
+            created = await service.create_session(app_name="upgrade", user_id="alice")
+            assert [s.id for s in (await service.list_sessions(app_name="upgrade", user_id="alice")).sessions] \
+                == [created.id]
+            report = await anyio.to_thread.run_sync(
+                lambda: Migrator(db.dsn(), repeatables_path=_sql_where_an_adapter_function_gains_a_column(
+                    tmp_path)).migrate())
+            assert report.repeatables_applied
+            return [s.id for s in (await service.list_sessions(app_name="upgrade", user_id="alice")).sessions]
+        finally:
+            await pool.close()
+
+    assert len(anyio.run(scenario)) == 1
+
+
+def _statements_of(module: Any) -> list[str]:
+    return [value for name, value in vars(module).items() if name.isupper() and isinstance(value, str)
+            and "memsub." in value]
+
+
+@pytest.mark.parametrize("module", [adk, langgraph_checkpoint, langgraph_store, openai_agents])
+def test_no_adapter_statement_reads_select_star(module: Any) -> None:
+    """Every statement of the framework adapters names the columns it reads from a memsub function: a prepared
+    ``select *`` would fail once on each pooled connection after an upgrade that changes the function's result."""
+    statements = _statements_of(module)
+    assert statements
+    assert [s for s in statements if re.search(r"select\s+\*", s, re.IGNORECASE)] == []
 
 
 

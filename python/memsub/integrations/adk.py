@@ -39,18 +39,20 @@ from memsub.connection import DEFAULT_PREPARE_THRESHOLD
 from memsub.errors import InvalidInput
 from memsub.integrations._context import TenantContext, async_call, async_pool_of, pool_options, row_count
 
-CREATE = ("select * from memsub.adk_session_create(p_app_name => %s, p_user_id => %s, p_session_id => %s, "
-          "p_state => %s)")
-GET = ("select * from memsub.adk_session_get(p_app_name => %s, p_user_id => %s, p_session_id => %s, "
-       "p_num_recent_events => %s, p_after_timestamp => %s)")
-LIST = "select * from memsub.adk_session_list(p_app_name => %s, p_user_id => %s)"
+# Each statement names the columns it reads: a prepared `select *` fails once on each pooled connection after an
+# upgrade that changes the function's result (docs/operations.md, "Upgrading while applications run").
+CREATE = ("select id, state, last_update_time from memsub.adk_session_create(p_app_name => %s, p_user_id => %s, "
+          "p_session_id => %s, p_state => %s)")
+GET = ("select state, last_update_time, events from memsub.adk_session_get(p_app_name => %s, p_user_id => %s, "
+       "p_session_id => %s, p_num_recent_events => %s, p_after_timestamp => %s)")
+LIST = "select id, last_update_time from memsub.adk_session_list(p_app_name => %s, p_user_id => %s)"
 DELETE = "select memsub.adk_session_delete(p_app_name => %s, p_user_id => %s, p_session_id => %s) as deleted"
 APPEND = ("select memsub.adk_session_append_event(p_app_name => %s, p_user_id => %s, p_session_id => %s, "
           "p_event => %s, p_last_update_time => %s) as last_update_time")
 MEMORY_ADD = ("select memsub.adk_memory_add(p_app_name => %s, p_user_id => %s, p_session_id => %s, "
               "p_memories => %s) as added")
-MEMORY_SEARCH = ("select * from memsub.adk_memory_search(p_app_name => %s, p_user_id => %s, p_query => %s, "
-                 "p_query_embedding => %s, p_limit => %s)")
+MEMORY_SEARCH = ("select session_id, event_id, author, \"timestamp\", content, score from memsub.adk_memory_search("
+                 "p_app_name => %s, p_user_id => %s, p_query => %s, p_query_embedding => %s, p_limit => %s)")
 
 Embed = Callable[[Sequence[str]], list[list[float]]]
 

@@ -52,10 +52,15 @@ PUT = ("select memsub.langgraph_checkpoint_put(p_thread_id => %s, p_checkpoint_n
 PUT_WRITES = ("select memsub.langgraph_checkpoint_put_writes(p_thread_id => %s, p_checkpoint_ns => %s, "
               "p_checkpoint_id => %s, p_task_id => %s, p_task_path => %s, p_idx => %s, p_channels => %s, "
               "p_value_types => %s, p_values => %s, p_replace => %s)")
-LIST = ("select * from memsub.langgraph_checkpoint_list(p_thread_id => %s, p_checkpoint_ns => %s, "
-        "p_checkpoint_id => %s, p_filter => %s, p_before => %s, p_limit => %s)")
-GET = ("select * from memsub.langgraph_checkpoint_get(p_thread_id => %s, p_checkpoint_ns => %s, "
-       "p_checkpoint_id => %s)")
+# The reads name the columns of memsub.langgraph_checkpoint_row: a prepared `select *` fails once on each pooled
+# connection after an upgrade that changes the result (docs/operations.md, "Upgrading while applications run").
+LIST = ("select thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, metadata, "
+        "write_task_ids, write_task_paths, write_idx, write_channels, write_value_types, write_values "
+        "from memsub.langgraph_checkpoint_list(p_thread_id => %s, p_checkpoint_ns => %s, p_checkpoint_id => %s, "
+        "p_filter => %s, p_before => %s, p_limit => %s)")
+GET = ("select thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, metadata, "
+       "write_task_ids, write_task_paths, write_idx, write_channels, write_value_types, write_values "
+       "from memsub.langgraph_checkpoint_get(p_thread_id => %s, p_checkpoint_ns => %s, p_checkpoint_id => %s)")
 DELETE_THREADS = "select memsub.langgraph_thread_delete(p_thread_ids => %s)"
 DELETE_RUNS = "select memsub.langgraph_runs_delete(p_run_ids => %s)"
 COPY_THREAD = "select memsub.langgraph_thread_copy(p_source_thread_id => %s, p_target_thread_id => %s)"

@@ -59,8 +59,12 @@ PUT = ("select memsub.langgraph_store_put(p_namespace => %s, p_key => %s, p_valu
        "p_fields => %s, p_embeddings => %b)")
 PUT_UNINDEXED = ("select memsub.langgraph_store_put(p_namespace => %s, p_key => %s, p_value => %s, "
                  "p_ttl_minutes => %s)")
-GET = "select * from memsub.langgraph_store_get(p_namespace => %s, p_key => %s, p_refresh_ttl => %s)"
-SEARCH = ("select * from memsub.langgraph_store_search(p_namespace_prefix => %s, p_filter => %s, "
+# The reads name the columns of memsub.langgraph_store_item: a prepared `select *` fails once on each pooled
+# connection after an upgrade that changes the result (docs/operations.md, "Upgrading while applications run").
+GET = ("select namespace, key, value, created_at, updated_at, score from memsub.langgraph_store_get("
+       "p_namespace => %s, p_key => %s, p_refresh_ttl => %s)")
+SEARCH = ("select namespace, key, value, created_at, updated_at, score from memsub.langgraph_store_search("
+          "p_namespace_prefix => %s, p_filter => %s, "
           "p_query_embedding => %b, p_limit => %s, p_offset => %s, p_refresh_ttl => %s, p_distance => %s)")
 LIST_NAMESPACES = ("select namespace from memsub.langgraph_store_list_namespaces(p_prefix => %s, p_suffix => %s, "
                    "p_max_depth => %s, p_limit => %s, p_offset => %s)")
