@@ -360,14 +360,26 @@ comment on function memsub._check_namespace_prefix(text) is
     'Refuses (22023 naming namespace) a namespace prefix that is not kind[:segment...]: a prefix covers whole '
     'segments (project:foo covers project:foo and project:foo:sub, not project:foobar).';
 
-create or replace function memsub.memory_list(p_namespace_prefix text) returns setof memsub.memory_entries
+-- memory_list(text) listed every live entry, unpaged; its successor takes a limit and holds to max_rows.
+drop function if exists memsub.memory_list(text);
+create or replace function memsub.memory_list(p_namespace_prefix text, p_limit integer default null)
+returns setof memsub.memory_entries
 language plpgsql stable security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
+declare
+    v_max  bigint;
+    listed bigint;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('namespace_prefix', p_namespace_prefix);
     perform memsub._check_namespace_prefix(p_namespace_prefix);
+    if p_limit is not null then
+        perform memsub._check_count(p_limit, 'max_rows', 'limit');
+    else
+        v_max := memsub.limit_value('max_rows');
+    end if;
+    -- Without a limit, one entry past max_rows is read so that a larger listing is refused, not cut short.
     return query
         select distinct on (m.namespace, m.key) m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id()
@@ -375,12 +387,23 @@ begin
            and m.namespace < p_namespace_prefix || ';' collate "C"
            and (m.namespace = p_namespace_prefix or m.namespace like p_namespace_prefix || ':%')
            and not m.is_deleted
-         order by m.namespace, m.key, m.version desc;
+         order by m.namespace, m.key, m.version desc
+         limit coalesce(p_limit, v_max + 1);
+    get diagnostics listed = row_count;
+    if p_limit is null and listed > v_max then
+        raise exception 'memsub.memory_list: more than % live entries under namespace prefix % (limit max_rows)',
+            v_max, p_namespace_prefix
+            using errcode = '54000', column = 'namespace_prefix',
+                  detail = format('limit=max_rows value=%s', v_max),
+                  hint = 'Give a limit or a longer namespace prefix.';
+    end if;
 end
 $$;
-comment on function memsub.memory_list(text) is
+comment on function memsub.memory_list(text, integer) is
     'Live entries (latest version of each key) of a namespace and its sub-namespaces, e.g. user:<id> or '
-    'project:schema_redesign:status, that the caller may see: every one (no page), by namespace, then key.';
+    'project:schema_redesign:status, that the caller may see, by namespace, then key: every one up to max_rows '
+    'without p_limit (more refused, 54000 naming namespace_prefix), else the first p_limit (22023 below 1, 54000 '
+    'above max_rows, naming limit).';
 
 create or replace function memsub.memory_context(p_session_id text default null)
 returns table (name text, namespace text, key text, value jsonb, version integer, memory_type text,
@@ -617,7 +640,7 @@ grant execute on function
 grant execute on function
     memsub.memory_get(text, text),
     memsub.memory_history(text, text),
-    memsub.memory_list(text),
+    memsub.memory_list(text, integer),
     memsub.memory_context(text),
     memsub.memory_search(text, vector, integer, text, integer)
     to memsub_app, memsub_analyst;

@@ -743,11 +743,19 @@ async def memory_put(request: Request) -> Response:
     return json_response(row)
 
 
+MEMORY_LIST_ARGUMENTS = (
+    Argument("limit", integer, "integer",
+             doc="Entries at most (at most max_rows). Without it every live entry, up to max_rows: more are refused."),
+)
+
+
 async def memory_list(request: Request) -> Response:
     namespace = text(request.path_params["namespace"], "namespace")
+    arguments, values = call_arguments(query_fields(request, MEMORY_LIST_ARGUMENTS), MEMORY_LIST_ARGUMENTS,
+                                       fixed=[("namespace_prefix", "text", namespace)])
     row = await fetch_one(request, sql.SQL(
         "select jsonb_build_object('entries', coalesce(jsonb_agg({} order by r.namespace, r.key), '[]'))::text "
-        "from memsub.memory_list(%s) r").format(MEMORY_JSON), [namespace])
+        "from memsub.memory_list({}) r").format(MEMORY_JSON, arguments), values)
     return json_response(row)
 
 
@@ -871,7 +879,7 @@ ROUTES: list[Endpoint] = [
     Endpoint("/api/v1/search/semantic", "POST", semantic_search),
     Endpoint("/api/v1/search/hybrid", "POST", hybrid_search),
     Endpoint("/api/v1/graph/traverse", "GET", traverse_graph, TRAVERSE_ARGUMENTS),
-    Endpoint("/api/v1/memory/namespace/{namespace}/keys", "GET", memory_list),
+    Endpoint("/api/v1/memory/namespace/{namespace}/keys", "GET", memory_list, MEMORY_LIST_ARGUMENTS),
     # A memory key may hold "/", a namespace cannot: the key is the rest of the path.
     Endpoint("/api/v1/memory/namespace/{namespace}/keys/{key:path}", "GET", memory_get),
     Endpoint("/api/v1/memory/namespace/{namespace}/keys/{key:path}", "PUT", memory_put),

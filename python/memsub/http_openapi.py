@@ -291,7 +291,8 @@ def openapi_document() -> dict[str, Any]:
                 parameters=query_parameters(http_api.TRAVERSE_ARGUMENTS), errors=READ_ERRORS)},
             "/api/v1/memory/namespace/{namespace}/keys": {"get": operation(
                 "listMemory", "Live entries under a namespace prefix (memsub.memory_list)",
-                ("200", wrapped("entries", "MemoryEntry")), parameters=[NAMESPACE], errors=READ_ERRORS)},
+                ("200", wrapped("entries", "MemoryEntry")),
+                parameters=[NAMESPACE, *query_parameters(http_api.MEMORY_LIST_ARGUMENTS)], errors=READ_ERRORS)},
             "/api/v1/memory/namespace/{namespace}/keys/{key}": {
                 "get": operation("getMemory", "The live version of an entry (memsub.memory_get)",
                                  ("200", ref("MemoryEntry")), parameters=[NAMESPACE, KEY],

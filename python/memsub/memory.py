@@ -204,10 +204,12 @@ def memory_history(namespace: str, key: str) -> Call[list[MemoryEntry]]:
     return function("memory_history", {"namespace": namespace, "key": key}, rows(MemoryEntry))
 
 
-def memory_list(namespace_prefix: str) -> Call[list[MemoryEntry]]:
-    """The live entries of the namespaces under a prefix, every one (no page), by namespace, then key
-    (memsub.memory_list)."""
-    return function("memory_list", {"namespace_prefix": namespace_prefix}, rows(MemoryEntry))
+def memory_list(namespace_prefix: str, limit: int | None = None) -> Call[list[MemoryEntry]]:
+    """The live entries of the namespaces under a prefix, by namespace, then key (memsub.memory_list): every one
+    up to max_rows without ``limit`` (more raise LimitExceeded naming namespace_prefix), else the first ``limit``
+    (at most max_rows)."""
+    return function("memory_list", {"namespace_prefix": namespace_prefix,
+                                    "limit": limit}, rows(MemoryEntry))
 
 
 def memory_search(query_text: str | None, query: Sequence[float] | None = None, *,

@@ -401,6 +401,17 @@ def test_namespaced_memory_read_and_write(api: Api):
         assert_problem(other_user, 403, "namespace")
 
 
+def test_a_memory_listing_takes_a_limit(api: Api):
+    namespace = f"user:{USER_A}:listing"
+    with api.client() as client:
+        for key in ("a", "b", "c"):
+            assert client.put(f"/api/v1/memory/namespace/{namespace}/keys/{key}", json={"value": 1}).status_code == 200
+        listed = client.get(f"/api/v1/memory/namespace/{namespace}/keys", params={"limit": "2"})
+        assert listed.status_code == 200, listed.text
+        assert [e["key"] for e in listed.json()["entries"]] == ["a", "b"]
+        assert_problem(client.get(f"/api/v1/memory/namespace/{namespace}/keys", params={"limit": "0"}), 422, "limit")
+
+
 def test_a_memory_key_with_slashes_is_read_and_written(api: Api):
     """A key may hold "/" (a namespace may not): the key is the rest of the path, sent as %2F or as is."""
     namespace = f"user:{USER_B}:files"  # tenant B's user: tenant A's memory listings stay as they were
@@ -564,7 +575,7 @@ def test_an_unknown_query_parameter_is_refused_on_every_route(api: Api):
         for response, field in (
                 (client.post("/api/v1/search/semantic", params={"k": 1}, json=bodies["semantic_search"]), "k"),
                 (client.post("/api/v1/search/hybrid", params={"k": 1}, json={"query_text": "x"}), "k"),
-                (client.get(url, params={"limit": 1}), "limit"),
+                (client.get(url, params={"after": 1}), "after"),
                 (client.get(f"{url}/k", params={"version": 1}), "version"),
                 (client.put(f"{url}/k", params={"expected_version": 1}, json={"value": 1}), "expected_version"),
                 (client.post("/api/v1/memory/packet", params={"dry_run": "true"}, json=SEED_EXAMPLE), "dry_run"),

@@ -47,7 +47,7 @@ CALLS: dict[tuple[str, str], RouteCall] = {
     ("POST", "/api/v1/search/hybrid"): RouteCall("hybrid_search", http_api.HYBRID_ARGUMENTS),
     ("GET", "/api/v1/graph/traverse"): RouteCall("traverse_graph", http_api.TRAVERSE_ARGUMENTS),
     ("GET", "/api/v1/memory/namespace/{namespace}/keys"): RouteCall(
-        "memory_list", (), path={"namespace": "namespace_prefix"}),
+        "memory_list", http_api.MEMORY_LIST_ARGUMENTS, path={"namespace": "namespace_prefix"}),
     ("GET", "/api/v1/memory/namespace/{namespace}/keys/{key}"): RouteCall(
         "memory_get", (), path={"namespace": "namespace", "key": "key"}),
     ("PUT", "/api/v1/memory/namespace/{namespace}/keys/{key}"): RouteCall(
