@@ -788,7 +788,8 @@ select w.tenant_id, 'Entity'::text as node_type, w.entity_id as node_id, null::t
        tstzrange(w.created_at at time zone 'UTC', null, '[)') as valid_period,
        w.entity_type, w.aliases, null::text as session_id, null::tstzrange as timeline,
        null::text as mime, null::text as path, null::text as hash,
-       null::text as memory_tier, null::double precision as importance, null::jsonb as decay_state
+       null::text as memory_tier, null::double precision as importance, null::jsonb as decay_state,
+       w.created_at at time zone 'UTC' as valid_from, null::timestamptz as valid_until
   from memsub.world_model_entities w
 union all
 select s.tenant_id, 'Episode', s.id, null,
@@ -796,7 +797,7 @@ select s.tenant_id, 'Episode', s.id, null,
                           'app_name', s.app_name),
        s.created_at, s.updated_at, '[]'::jsonb, tstzrange(s.created_at, s.terminated_at, '[)'),
        null, null, s.id, tstzrange(s.created_at, s.terminated_at, '[)'),
-       null, null, null, null, null, null
+       null, null, null, null, null, null, s.created_at, s.terminated_at
   from memsub.sessions s
 union all
 select d.tenant_id, 'Document', d.id::text, d.summary,
@@ -804,7 +805,7 @@ select d.tenant_id, 'Document', d.id::text, d.summary,
                                         'previous_id', d.previous_id, 'key_concepts', to_jsonb(d.key_concepts),
                                         'entities', d.entities, 'chunk_count', d.chunk_count),
        d.created_at, d.updated_at, '[]'::jsonb, tstzrange(d.created_at, d.superseded_at, '[)'),
-       null, null, null, null, d.mime, d.file_path, d.hash, null, null, null
+       null, null, null, null, d.mime, d.file_path, d.hash, null, null, null, d.created_at, d.superseded_at
   from memsub.document_index d
 union all
 select m.tenant_id, 'Memory', m.id::text, m.value::text,
@@ -813,7 +814,7 @@ select m.tenant_id, 'Memory', m.id::text, m.value::text,
        m.created_at, coalesce(m.last_access_ts, m.created_at), coalesce(m.metadata -> 'doc_refs', '[]'),
        tstzrange(m.created_at, null, '[)'),
        null, null, m.session_id, null, null, null, null, m.memory_tier, m.importance,
-       jsonb_build_object('last_access_ts', m.last_access_ts, 'weight', m.decay_weight)
+       jsonb_build_object('last_access_ts', m.last_access_ts, 'weight', m.decay_weight), m.created_at, null
   from memsub.memory_entries m
  where not m.is_deleted
    and not exists (select from memsub.memory_entries n
@@ -831,7 +832,7 @@ comment on column memsub.graph_nodes.properties is 'Properties of the node (enti
 comment on column memsub.graph_nodes.created_at is 'When the node was created.';
 comment on column memsub.graph_nodes.updated_at is 'When the node last changed (memories: last access).';
 comment on column memsub.graph_nodes.doc_refs is 'DocRefs of the node: a JSON array of {doc_id, chunk_id, score}.';
-comment on column memsub.graph_nodes.valid_period is 'When the node exists: an episode''s timeline, a document version''s time as latest, otherwise from creation on.';
+comment on column memsub.graph_nodes.valid_period is 'When the node exists: an episode''s timeline, a document version''s time as latest, otherwise from creation on. Empty (no bounds, contains no time) for a node replaced in the transaction that created it.';
 comment on column memsub.graph_nodes.entity_type is 'Entity: Person, Organization, Concept or Location.';
 comment on column memsub.graph_nodes.aliases is 'Entity: other names.';
 comment on column memsub.graph_nodes.session_id is 'Episode: its session; Memory: the session that wrote it.';
@@ -842,6 +843,8 @@ comment on column memsub.graph_nodes.hash is 'Document: sha256 of the file.';
 comment on column memsub.graph_nodes.memory_tier is 'Memory: its tier, STM, LTM or Procedural (memsub.memory_tiers()).';
 comment on column memsub.graph_nodes.importance is 'Memory: importance in [0, 1].';
 comment on column memsub.graph_nodes.decay_state is 'Memory: {last_access_ts, weight}.';
+comment on column memsub.graph_nodes.valid_from is 'Start of valid_period; for an empty valid_period (a node replaced in the transaction that created it) its creation time, as valid_until.';
+comment on column memsub.graph_nodes.valid_until is 'End of valid_period, NULL while the node exists; for an empty valid_period its creation time, as valid_from.';
 
 grant select on memsub.graph_nodes to memsub_app, memsub_analyst;
 -- _check_doc_refs, _merge_doc_refs, _check_graph_node and _refuse_superseded_node run inside SECURITY DEFINER

@@ -224,8 +224,8 @@ M = TypeVar("M", bound=BaseModel)
 def _windowed(model: type[M]) -> Callable[[list[Row]], list[M]]:
     """Rows whose ``valid_period`` range becomes ``valid_from`` and ``valid_until`` (None: still valid).
 
-    An empty range (a node replaced in the transaction that created it: ``[t, t)``, which PostgreSQL keeps without
-    its bounds) becomes ``valid_from = valid_until = created_at``."""
+    An empty range (``[t, t)``, which PostgreSQL keeps without its bounds) becomes ``valid_from = valid_until =
+    created_at`` where the row has one (graph nodes read the view's own valid_from and valid_until instead)."""
     def decode(found: list[Row]) -> list[M]:
         decoded = []
         for row in found:
@@ -400,9 +400,10 @@ def entity_search(query_text: str | None, query: Sequence[float] | None = None, 
                                       "query": vector_or_none(query), "k": k}, rows(EntityHit))
 
 
+# valid_from and valid_until are the view's: the bounds of valid_period, the creation time for both when the node
+# was replaced in the transaction that created it (an empty valid_period, which no as_of is in).
 _NODES = (
-    "select node_type, node_id, content, properties, created_at, updated_at, doc_refs, valid_period, entity_type, "
-    "aliases, session_id, mime, path, hash, memory_tier, importance, decay_state from memsub.graph_nodes "
+    f"select {columns_of(GraphNode)} from memsub.graph_nodes "  # noqa: S608 - the model's field names
     "where (%s::text is null or node_type = %s) and (%s::timestamptz is null or valid_period @> %s::timestamptz) "
     "order by node_type, created_at, node_id limit %s"
 )
@@ -414,7 +415,7 @@ def graph_nodes(node_type: NodeType | None = None, *, as_of: datetime | None = N
     ``as_of``."""
     node_type = checked(node_type, "text", "node_type")
     as_of = checked(as_of, "timestamp with time zone", "as_of")
-    return query(_NODES, [node_type, node_type, as_of, as_of, checked_limit(limit)], Shape(None, _windowed(GraphNode)))
+    return query(_NODES, [node_type, node_type, as_of, as_of, checked_limit(limit)], rows(GraphNode))
 
 
 _ENTITY_GRAPH = (f"select {columns_of(EntityGraphRow)} from memsub.tenant_entity_graph "  # noqa: S608 - the model's field names
