@@ -9518,14 +9518,23 @@ ALTER FUNCTION memsub.memory_history(p_namespace text, p_key text) OWNER TO mems
 
 COMMENT ON FUNCTION memsub.memory_history(p_namespace text, p_key text) IS 'Every version of (namespace, key) the caller may see, oldest first, deleted ones and tombstones included.';
 
-CREATE FUNCTION memsub.memory_list(p_namespace_prefix text) RETURNS SETOF memsub.memory_entries
+CREATE FUNCTION memsub.memory_list(p_namespace_prefix text, p_limit integer DEFAULT NULL::integer) RETURNS SETOF memsub.memory_entries
     LANGUAGE plpgsql STABLE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
+declare
+    v_max  bigint;
+    listed bigint;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('namespace_prefix', p_namespace_prefix);
     perform memsub._check_namespace_prefix(p_namespace_prefix);
+    if p_limit is not null then
+        perform memsub._check_count(p_limit, 'max_rows', 'limit');
+    else
+        v_max := memsub.limit_value('max_rows');
+    end if;
+    -- Without a limit, one entry past max_rows is read so that a larger listing is refused, not cut short.
     return query
         select distinct on (m.namespace, m.key) m.* from memsub.memory_entries m
          where m.tenant_id = memsub.current_tenant_id()
@@ -9533,13 +9542,22 @@ begin
            and m.namespace < p_namespace_prefix || ';' collate "C"
            and (m.namespace = p_namespace_prefix or m.namespace like p_namespace_prefix || ':%')
            and not m.is_deleted
-         order by m.namespace, m.key, m.version desc;
+         order by m.namespace, m.key, m.version desc
+         limit coalesce(p_limit, v_max + 1);
+    get diagnostics listed = row_count;
+    if p_limit is null and listed > v_max then
+        raise exception 'memsub.memory_list: more than % live entries under namespace prefix % (limit max_rows)',
+            v_max, p_namespace_prefix
+            using errcode = '54000', column = 'namespace_prefix',
+                  detail = format('limit=max_rows value=%s', v_max),
+                  hint = 'Give a limit or a longer namespace prefix.';
+    end if;
 end
 $$;
 
-ALTER FUNCTION memsub.memory_list(p_namespace_prefix text) OWNER TO memsub_owner;
+ALTER FUNCTION memsub.memory_list(p_namespace_prefix text, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_list(p_namespace_prefix text) IS 'Live entries (latest version of each key) of a namespace and its sub-namespaces, e.g. user:<id> or project:schema_redesign:status, that the caller may see: every one (no page), by namespace, then key.';
+COMMENT ON FUNCTION memsub.memory_list(p_namespace_prefix text, p_limit integer) IS 'Live entries (latest version of each key) of a namespace and its sub-namespaces, e.g. user:<id> or project:schema_redesign:status, that the caller may see, by namespace, then key: every one up to max_rows without p_limit (more refused, 54000 naming namespace_prefix), else the first p_limit (22023 below 1, 54000 above max_rows, naming limit).';
 
 CREATE FUNCTION memsub.memory_maintenance(p_threshold double precision DEFAULT 1.0, p_half_life interval DEFAULT '7 days'::interval) RETURNS TABLE(memory_entry_id uuid, namespace text, key text, version integer, importance double precision, strength double precision, score double precision, outcome text)
     LANGUAGE plpgsql SECURITY DEFINER
@@ -13539,7 +13557,9 @@ CREATE VIEW memsub.graph_nodes WITH (security_invoker='true') AS
     NULL::text AS hash,
     NULL::text AS memory_tier,
     NULL::double precision AS importance,
-    NULL::jsonb AS decay_state
+    NULL::jsonb AS decay_state,
+    (w.created_at AT TIME ZONE 'UTC'::text) AS valid_from,
+    NULL::timestamp with time zone AS valid_until
    FROM memsub.world_model_entities w
 UNION ALL
  SELECT s.tenant_id,
@@ -13560,7 +13580,9 @@ UNION ALL
     NULL::text AS hash,
     NULL::text AS memory_tier,
     NULL::double precision AS importance,
-    NULL::jsonb AS decay_state
+    NULL::jsonb AS decay_state,
+    s.created_at AS valid_from,
+    s.terminated_at AS valid_until
    FROM memsub.sessions s
 UNION ALL
  SELECT d.tenant_id,
@@ -13581,7 +13603,9 @@ UNION ALL
     d.hash,
     NULL::text AS memory_tier,
     NULL::double precision AS importance,
-    NULL::jsonb AS decay_state
+    NULL::jsonb AS decay_state,
+    d.created_at AS valid_from,
+    d.superseded_at AS valid_until
    FROM memsub.document_index d
 UNION ALL
  SELECT m.tenant_id,
@@ -13602,7 +13626,9 @@ UNION ALL
     NULL::text AS hash,
     m.memory_tier,
     m.importance,
-    jsonb_build_object('last_access_ts', m.last_access_ts, 'weight', m.decay_weight) AS decay_state
+    jsonb_build_object('last_access_ts', m.last_access_ts, 'weight', m.decay_weight) AS decay_state,
+    m.created_at AS valid_from,
+    NULL::timestamp with time zone AS valid_until
    FROM memsub.memory_entries m
   WHERE ((NOT m.is_deleted) AND (NOT (EXISTS ( SELECT
            FROM memsub.memory_entries n
@@ -13628,7 +13654,7 @@ COMMENT ON COLUMN memsub.graph_nodes.updated_at IS 'When the node last changed (
 
 COMMENT ON COLUMN memsub.graph_nodes.doc_refs IS 'DocRefs of the node: a JSON array of {doc_id, chunk_id, score}.';
 
-COMMENT ON COLUMN memsub.graph_nodes.valid_period IS 'When the node exists: an episode''s timeline, a document version''s time as latest, otherwise from creation on.';
+COMMENT ON COLUMN memsub.graph_nodes.valid_period IS 'When the node exists: an episode''s timeline, a document version''s time as latest, otherwise from creation on. Empty (no bounds, contains no time) for a node replaced in the transaction that created it.';
 
 COMMENT ON COLUMN memsub.graph_nodes.entity_type IS 'Entity: Person, Organization, Concept or Location.';
 
@@ -13649,6 +13675,10 @@ COMMENT ON COLUMN memsub.graph_nodes.memory_tier IS 'Memory: its tier, STM, LTM 
 COMMENT ON COLUMN memsub.graph_nodes.importance IS 'Memory: importance in [0, 1].';
 
 COMMENT ON COLUMN memsub.graph_nodes.decay_state IS 'Memory: {last_access_ts, weight}.';
+
+COMMENT ON COLUMN memsub.graph_nodes.valid_from IS 'Start of valid_period; for an empty valid_period (a node replaced in the transaction that created it) its creation time, as valid_until.';
+
+COMMENT ON COLUMN memsub.graph_nodes.valid_until IS 'End of valid_period, NULL while the node exists; for an empty valid_period its creation time, as valid_from.';
 
 CREATE TABLE memsub.installation_settings (
     name text NOT NULL,
@@ -17852,9 +17882,9 @@ REVOKE ALL ON FUNCTION memsub.memory_history(p_namespace text, p_key text) FROM 
 GRANT ALL ON FUNCTION memsub.memory_history(p_namespace text, p_key text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub.memory_history(p_namespace text, p_key text) TO memsub_analyst;
 
-REVOKE ALL ON FUNCTION memsub.memory_list(p_namespace_prefix text) FROM PUBLIC;
-GRANT ALL ON FUNCTION memsub.memory_list(p_namespace_prefix text) TO memsub_app;
-GRANT ALL ON FUNCTION memsub.memory_list(p_namespace_prefix text) TO memsub_analyst;
+REVOKE ALL ON FUNCTION memsub.memory_list(p_namespace_prefix text, p_limit integer) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.memory_list(p_namespace_prefix text, p_limit integer) TO memsub_app;
+GRANT ALL ON FUNCTION memsub.memory_list(p_namespace_prefix text, p_limit integer) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) TO memsub_app;
