@@ -24,7 +24,7 @@ import hashlib
 import json
 import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -989,27 +989,28 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
     expected = reference(dsn, mode, reference_dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
         # Never wait without a bound: for the migration lock, nor for the table locks the repair takes. A table
-        # lock is waited for one attempt at a time, as migrate waits (Migrator._in_attempts): the applications'
+        # lock is waited for one attempt at a time, as migrate waits (Migrator.in_attempts): the applications'
         # calls queued behind the request go on between attempts.
         conn.execute("select pg_catalog.set_config('lock_timeout', %s, false)",
                      [f"{int(migrator.lock_wait * 1000)}ms"])
-        report, after = migrator._in_attempts(
-            conn, "repair", lambda: _repair_attempt(conn, migrator, expected))
+        report, after = migrator.in_attempts(
+            conn, "repair", lambda bound_locks: _repair_attempt(conn, migrator, expected, bound_locks))
     remaining = {(d.object, d.attribute) for d in after}
     report.restored = [d for d in report.before if (d.object, d.attribute) not in remaining]
     report.remaining = after
     return report
 
 
-def _repair_attempt(conn: psycopg.Connection[Any], migrator: Migrator,
-                    expected: Reference) -> tuple[RepairReport, list[Difference]]:
-    """One attempt of the repair's transaction (see repair): the report and the differences left."""
+def _repair_attempt(conn: psycopg.Connection[Any], migrator: Migrator, expected: Reference,
+                    bound_locks: Callable[[], None]) -> tuple[RepairReport, list[Difference]]:
+    """One attempt of the repair's transaction (see repair): the report and the differences left. ``bound_locks``
+    bounds the attempt's lock waits once the migration lock is held (Migrator.in_attempts)."""
     from memsub.migrator import repeatable_steps
 
     with conn.transaction():
         # The migration lock (a table lock only memsub.schema_history's owner can take), as migrate takes it.
         migrator.lock_history(conn)
-        migrator._attempt_locks(conn)
+        bound_locks()
         before = compare(expected.objects, fingerprint(conn))
         report = RepairReport(before, [], [], reference=expected)
         repairer = _Repairer(conn, expected.objects, report)

@@ -226,7 +226,6 @@ class Migrator:
         self.conninfo = conninfo
         self.lock_wait = lock_wait
         self.attempt_wait = min(attempt_wait, lock_wait)
-        self._attempt_deadline = 0.0  # when the lock waits of the running attempt's series end (time.monotonic)
         self.migrations = load_migrations(migrations_path or resources.migrations_dir())
         self.repeatables = load_repeatables(repeatables_path or resources.repeatables_dir())
         if not self.migrations:
@@ -329,23 +328,31 @@ class Migrator:
         except psycopg.Error:
             return  # the error then names the holders of locks on memsub tables instead
 
-    def _in_attempts(self, conn: psycopg.Connection[Any], what: str, work: Callable[[], T]) -> T:
-        """Runs ``work`` (it opens its transaction and takes the migration lock, then calls ``_attempt_locks``)
-        until it is not refused a lock (``attempt_wait`` at most per attempt, a pause of half that between
-        attempts), or ``lock_wait`` has passed: MigrationError naming the sessions holding locks. Returns what
-        ``work`` returns."""
+    def in_attempts(self, conn: psycopg.Connection[Any], what: str,
+                    work: Callable[[Callable[[], None]], T]) -> T:
+        """Runs ``work`` until it is not refused a lock (``attempt_wait`` at most per attempt, a pause of half that
+        between attempts), or ``lock_wait`` has passed: MigrationError naming the sessions holding locks. ``work``
+        opens its transaction and takes the migration lock, then calls the function it is given, which bounds the
+        lock waits of the rest of that transaction: ``attempt_wait``, or less when ``lock_wait`` ends sooner
+        (transaction-local: the migration lock, taken before, waits ``lock_wait``). Returns what ``work``
+        returns."""
         deadline = time.monotonic() + self.lock_wait
+
+        def bound_locks() -> None:
+            remaining = max(deadline - time.monotonic(), 0.001)
+            conn.execute("select pg_catalog.set_config('lock_timeout', %s, true)",
+                         [f"{max(int(min(self.attempt_wait, remaining) * 1000), 1)}ms"])
+
         attempts = 0
         while True:
             attempts += 1
-            self._attempt_deadline = deadline
             seen: list[list[dict[str, Any]]] = [[]]
             done = threading.Event()
             watcher = threading.Thread(target=self._watch_blockers, args=(conn.info.backend_pid, done, seen),
                                        daemon=True)
             watcher.start()
             try:
-                return work()
+                return work(bound_locks)
             except psycopg.errors.LockNotAvailable as error:
                 done.set()
                 watcher.join()
@@ -356,13 +363,6 @@ class Migrator:
             finally:
                 done.set()
                 watcher.join()
-
-    def _attempt_locks(self, conn: psycopg.Connection[Any]) -> None:
-        """The lock wait of the rest of this attempt's transaction: ``attempt_wait``, or less when ``lock_wait``
-        ends sooner (transaction-local: the migration lock, taken before, waits ``lock_wait``)."""
-        remaining = max(self._attempt_deadline - time.monotonic(), 0.001)
-        conn.execute("select pg_catalog.set_config('lock_timeout', %s, true)",
-                     [f"{max(int(min(self.attempt_wait, remaining) * 1000), 1)}ms"])
 
     @staticmethod
     def _history_ready(conn: psycopg.Connection[dict[str, object]]) -> bool:
@@ -582,7 +582,7 @@ class Migrator:
             return
         grant_create, revoke_create = _owner_grant_statements(conn)
         for migration in plan:
-            def apply_migration(migration: Migration = migration) -> bool:
+            def apply_migration(bound_locks: Callable[[], None], migration: Migration = migration) -> bool:
                 with conn.transaction():
                     self.lock_history(conn)
                     applied = self._applied(conn)
@@ -592,14 +592,14 @@ class Migrator:
                     if problems:
                         raise MigrationError("; ".join(problems))
                     self._plan(applied, migration.version, allow_out_of_order)  # refuses out-of-order
-                    self._attempt_locks(conn)
+                    bound_locks()
                     _run_naming_the_file(conn, f"migrations/{migration.path.name}",
                                          [grant_create, *migration_statements(migration), revoke_create])
                 return True
-            if self._in_attempts(conn, f"migrations/{migration.path.name}", apply_migration):
+            if self.in_attempts(conn, f"migrations/{migration.path.name}", apply_migration):
                 report.applied.append(migration.path.name)
         if repeatables_due:
-            def apply_repeatables() -> bool:
+            def apply_repeatables(bound_locks: Callable[[], None]) -> bool:
                 with conn.transaction():
                     self.lock_history(conn)
                     applied = self._applied(conn)
@@ -607,13 +607,13 @@ class Migrator:
                         raise MigrationError(f"database moved to {format_version(max(applied))} meanwhile")
                     if not self._repeatables_due(conn, [], target_version):
                         return False
-                    self._attempt_locks(conn)
+                    bound_locks()
                     _run_naming_the_file(conn, "", [grant_create])
                     for name, statements in repeatable_steps(self.repeatables):
                         _run_naming_the_file(conn, name, statements)
                     _run_naming_the_file(conn, "", [revoke_create])
                 return True
-            if self._in_attempts(conn, "re-runnable objects (sql/)", apply_repeatables):
+            if self.in_attempts(conn, "re-runnable objects (sql/)", apply_repeatables):
                 report.repeatables_applied = True
 
     def shipped_version(self, option: str, text: str | None) -> Version | None:
