@@ -198,7 +198,8 @@ def create_demo_roles(resources: DemoResources, dsn: str) -> dict[str, str]:
     each with a random password; returns their passwords by role. They are dropped when the run ends.
 
     A fresh password per run means no default password exists, and the roles work both with trust
-    authentication (the embedded cluster) and with password authentication (a server given by DSN).
+    authentication (the embedded cluster) and with password authentication (a server given by DSN). Only its
+    SCRAM-SHA-256 verifier is sent to the server.
     """
     suffix = secrets.token_hex(3)
     passwords: dict[str, str] = {}
@@ -206,8 +207,11 @@ def create_demo_roles(resources: DemoResources, dsn: str) -> dict[str, str]:
         for base, member_of in DEMO_ROLES.items():
             role = f"{base}_{suffix}"
             password = secrets.token_urlsafe(24)
+            # The server gets the SCRAM verifier, computed here as psql's \password does, never the password:
+            # the statement's text may be logged (log_statement, or when it fails) or read in pg_stat_activity.
+            verifier = conn.pgconn.encrypt_password(password.encode(), role.encode(), b"scram-sha-256")
             conn.execute(sql.SQL("create role {} login nobypassrls password {}").format(
-                sql.Identifier(role), sql.Literal(password)))
+                sql.Identifier(role), sql.Literal(verifier.decode("ascii"))))
             resources.roles[role] = member_of
             conn.execute(sql.SQL("grant {} to {}").format(sql.Identifier(member_of), sql.Identifier(role)))
             for tenant in (ACME, BOREALIS):  # the tenants the demo's logins may act for, and no others

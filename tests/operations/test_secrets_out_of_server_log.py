@@ -1,0 +1,100 @@
+"""Secrets never reach the server's log as statement text.
+
+PostgreSQL writes the text of every failing statement to its log (``log_min_error_statement = error``), and of
+every statement under ``log_statement``/``log_min_duration_statement``, with its bind parameters unless
+``log_parameter_max_length = 0``. A secret memsub sends must therefore travel as a bind parameter (never inside
+the SQL text), and a password never at all: the client sends the SCRAM verifier it computed, as psql's
+``\\password`` does. These tests read the log of the test server (superuser: ``pg_read_file``) and grep it for
+each secret after successful and failing calls. docs/security.md, "What stays out of the server log".
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from memsub import demo
+
+
+def _log_size(conn: psycopg.Connection[Any]) -> tuple[str, int]:
+    row = conn.execute("select coalesce(pg_catalog.pg_current_logfile(), 'log')").fetchone()
+    assert row is not None
+    name = str(row[0])
+    size = conn.execute("select size from pg_catalog.pg_stat_file(%s, true)", [name]).fetchone()
+    assert size is not None and size[0] is not None, (
+        f"the test server writes no log file this test can read ({name} in its data directory)")
+    return name, int(size[0])
+
+
+@contextmanager
+def server_log(db: Any) -> Iterator[list[str]]:
+    """The text the server logs inside the block (appended to the yielded list when the block ends)."""
+    written: list[str] = []
+    with db.connect(autocommit=True) as conn:
+        name, start = _log_size(conn)
+        yield written
+        conn.execute("select pg_catalog.pg_sleep(0.05)")  # stderr is written at once; let the last line land
+        row = conn.execute("select pg_catalog.pg_read_binary_file(%s, %s, %s, true)",
+                           [name, start, _log_size(conn)[1] - start]).fetchone()
+        assert row is not None
+        written.append(bytes(row[0]).decode("utf-8", "replace"))
+
+
+def _scram_matches(verifier: str, password: str) -> bool:
+    """Whether a SCRAM-SHA-256 verifier (pg_authid.rolpassword) accepts ``password`` (RFC 5802/7677)."""
+    method, rest = verifier.split("$", 1)
+    iterations_salt, keys = rest.split("$", 1)
+    iterations, salt = iterations_salt.split(":")
+    stored_key = base64.b64decode(keys.split(":")[0])
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), base64.b64decode(salt), int(iterations))
+    client_key = hmac.new(salted, b"Client Key", hashlib.sha256).digest()
+    return method == "SCRAM-SHA-256" and hashlib.sha256(client_key).digest() == stored_key
+
+
+def test_demo_login_passwords_reach_the_server_as_scram_verifiers_only(db):
+    with db.connect(autocommit=True) as conn:
+        conn.execute(sql.SQL("alter database {} set log_statement = 'ddl'").format(sql.Identifier(db.name)))
+    resources = demo.DemoResources(db.server.dsn("postgres"), db.name)
+    try:
+        with server_log(db) as log:
+            passwords = demo.create_demo_roles(resources, db.dsn())
+        with db.connect() as conn:
+            stored = dict(conn.execute("select rolname, rolpassword from pg_catalog.pg_authid "
+                                       "where rolname = any(%s)", [list(passwords)]).fetchall())
+    finally:
+        resources.cleanup(keep=True)
+    assert "create role" in log[0].lower()  # the statements were logged ...
+    for role, password in passwords.items():
+        assert password not in log[0]  # ... without the password
+        assert _scram_matches(stored[role], password)
+
+
+def test_a_failing_role_creation_logs_no_password(db, monkeypatch):
+    """The statement that fails (the role exists) is logged whole: it must not hold the password."""
+    password = "never-in-the-log-" + uuid.uuid4().hex
+    suffix = uuid.uuid4().hex[:6]
+    monkeypatch.setattr(secrets, "token_hex", lambda _: suffix)
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda _: password)
+    taken = sql.Identifier(f"memsubdemo_app_{suffix}")
+    resources = demo.DemoResources(db.server.dsn("postgres"), db.name)
+    with db.connect(autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login").format(taken))
+    try:
+        with server_log(db) as log, pytest.raises(psycopg.errors.DuplicateObject):
+            demo.create_demo_roles(resources, db.dsn())
+    finally:
+        resources.cleanup(keep=True)
+        with db.connect(autocommit=True) as conn:
+            conn.execute(sql.SQL("drop role if exists {}").format(taken))
+    assert f"memsubdemo_app_{suffix}" in log[0] and "already exists" in log[0]
+    assert password not in log[0]
