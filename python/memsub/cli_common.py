@@ -18,7 +18,7 @@ import click
 from pydantic import BaseModel
 
 from memsub._calls import ContextRole
-from memsub.connection import DEFAULT_PREPARE_THRESHOLD, check_prepare_threshold, probe, resolve
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD, check_prepare_threshold, masked, probe, resolve
 from memsub.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -46,9 +46,10 @@ def reachable_dsn(dsn: str | None) -> str:
     return conninfo
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Target:
-    """The shared context of a command that acts for a tenant: the server and the tenant context it sets."""
+    """The shared context of a command that acts for a tenant: the server and the tenant context it sets. Its
+    repr masks the connection string's password."""
 
     dsn: str | None
     tenant_id: str
@@ -56,6 +57,11 @@ class Target:
     user_id: str | None = None
     session_id: str | None = None
     roles: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        shown = None if self.dsn is None else masked(self.dsn)
+        return (f"Target(dsn={shown!r}, tenant_id={self.tenant_id!r}, org_id={self.org_id!r}, "
+                f"user_id={self.user_id!r}, session_id={self.session_id!r}, roles={self.roles!r})")
 
     def context(self) -> dict[str, Any]:
         return {"org_id": self.org_id, "user_id": self.user_id, "session_id": self.session_id,

@@ -34,13 +34,16 @@ LIBPQ_SERVER_VARIABLES = ("PGSERVICE", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATA
 DEFAULT_CONNECT_TIMEOUT = 5
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ResolvedDsn:
     dsn: str
     source: str  # option | MEMSUB_DSN | DATABASE_URL | libpq environment (...) | embedded
 
     def describe(self) -> str:
         return f"{describe(self.dsn)} (from {self.source})"
+
+    def __repr__(self) -> str:
+        return f"ResolvedDsn(dsn={masked(self.dsn)!r}, source={self.source!r})"
 
 
 def with_timeout(dsn: str) -> str:
@@ -174,6 +177,11 @@ def first_line(error: BaseException) -> str:
 _URI_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^@/?#:]*:([^/?#]*)@")
 _QUERY_PASSWORD = re.compile(r"[?&]password=([^&#]*)", re.IGNORECASE)
 _KEYWORD_PASSWORD = re.compile(r"\bpassword\s*=\s*('(?:[^'\\]|\\.)*'?|\S+)", re.IGNORECASE)
+
+
+def masked(dsn: str) -> str:
+    """``dsn`` with its password as ``****``: for a repr or a message that shows a connection string."""
+    return _without_password(dsn, dsn)
 
 
 def _without_password(message: str, dsn: str) -> str:
