@@ -382,10 +382,11 @@ def _single(found: list[Row]) -> Row:
 class Call(Generic[T]):
     """One statement ready to run and the decoding of its rows; ``binary`` asks for its result columns in
     PostgreSQL's binary format (a ``vector`` then arrives as 4 bytes a number, not as decimal text); ``vectors``
-    says it needs pgvector's adapters on the connection."""
+    says it needs pgvector's adapters on the connection. Its repr leaves ``params`` out: they may hold a context
+    token, an API key or any secret a caller passes."""
 
     statement: sql.Composed | sql.SQL | bytes
-    params: Sequence[Any] | Mapping[str, Any]
+    params: Sequence[Any] | Mapping[str, Any] = field(repr=False)
     decode: Callable[[list[Row]], T]
     vectors: bool = field(default=False)
     binary: bool = field(default=False)

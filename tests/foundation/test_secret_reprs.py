@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from memsub import _calls, api_keys
 from memsub.cli_common import Target
 from memsub.connection import ResolvedDsn
+from memsub.http_api import AUTHENTICATE
 
 SECRET = "s3cr3t-Never-Printed"
 DSNS = [
@@ -24,3 +26,12 @@ def test_a_resolved_connection_string_prints_without_its_password(dsn: str) -> N
         text = repr(holder)
         assert SECRET not in text and "db.example" in text
         assert holder.dsn == dsn  # what it holds is unchanged
+
+
+def test_a_call_prints_without_its_arguments() -> None:
+    """A context token, an API key (the HTTP server's authentication) or any argument a call carries."""
+    for call in (_calls.set_context_signed(SECRET), _calls.query(AUTHENTICATE, [SECRET], _calls.nothing()),
+                 api_keys.revoke_api_key(SECRET)):
+        text = repr(call)
+        assert SECRET not in text and "memsub" in text
+        assert SECRET in str(call.params)
