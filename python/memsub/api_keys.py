@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from memsub._calls import Call, ContextRole, function, one, rows, scalar, texts
 from memsub.errors import LocalValidationError
@@ -20,10 +20,11 @@ from memsub.models import parse_time
 
 
 class MintedApiKey(BaseModel):
-    """A new key: ``api_key`` is shown only now (memsub stores its sha256)."""
+    """A new key: ``api_key`` is shown only now (memsub stores its sha256). The repr leaves it out, so a log line
+    or a traceback that prints the object does not print the key."""
 
     key_id: str
-    api_key: str
+    api_key: str = Field(repr=False)
     tenant_id: UUID
     org_id: UUID | None
     user_id: UUID | None

@@ -35,3 +35,12 @@ def test_a_call_prints_without_its_arguments() -> None:
         text = repr(call)
         assert SECRET not in text and "memsub" in text
         assert SECRET in str(call.params)
+
+
+def test_a_minted_api_key_prints_without_the_key() -> None:
+    minted = api_keys.MintedApiKey(key_id="0123456789abcdef", api_key=f"msk_0123456789abcdef_{SECRET}",
+                                   tenant_id="aaaaaaaa-0000-0000-0000-000000000001", org_id=None, user_id=None,
+                                   roles=[], label="worker", expires_at=None)
+    for text in (repr(minted), str(minted)):
+        assert SECRET not in text and "0123456789abcdef" in text
+    assert minted.api_key.endswith(SECRET) and minted.model_dump()["api_key"].endswith(SECRET)
