@@ -13,17 +13,22 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import os
+import re
 import secrets
+import subprocess
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 from psycopg import sql
 
-from memsub import demo
+from memsub import demo, embedded
+from memsub.context_tokens import mint_context_token
 
 
 def _log_size(conn: psycopg.Connection[Any]) -> tuple[str, int]:
@@ -98,3 +103,46 @@ def test_a_failing_role_creation_logs_no_password(db, monkeypatch):
             conn.execute(sql.SQL("drop role if exists {}").format(taken))
     assert f"memsubdemo_app_{suffix}" in log[0] and "already exists" in log[0]
     assert password not in log[0]
+
+
+def _log_everything_but_parameters(db: Any) -> None:
+    """log_statement = 'all' with the setting docs/security.md gives for it: no bind parameter values."""
+    with db.connect(autocommit=True) as conn:
+        for setting in ("log_statement = 'all'", "log_parameter_max_length = 0"):
+            conn.execute(sql.SQL("alter database {} set " + setting).format(sql.Identifier(db.name)))
+
+
+def _documented_signing_key_statements() -> str:
+    """The psql lines docs/security.md gives for registering a context signing key."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "security.md").read_text(encoding="utf-8")
+    block = re.search(r"```sql\n(.*?)```", doc.split("### Signed contexts", 1)[1], flags=re.S)
+    assert block is not None
+    return block.group(1)
+
+
+def test_the_documented_signing_key_registration_logs_no_key(db, tmp_path):
+    """Run as docs/security.md says (psql, the key in MEMSUB_SIGNING_KEY): refused for a login without the right
+    (the failing statement is logged whole), then done by a platform admin with every statement logged."""
+    key = secrets.token_bytes(32)
+    script = tmp_path / "register.sql"
+    script.write_text(_documented_signing_key_statements().replace("<64 hex digits>", key.hex()))
+    psql = str(embedded.bin_dir() / "psql")
+    environment = {**os.environ, "MEMSUB_SIGNING_KEY": key.hex()}
+
+    def register(login: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", str(script), db.dsn(login)],
+                              capture_output=True, text=True, check=False, env=environment)
+
+    with server_log(db) as refused_log:
+        refused = register("app")
+    assert refused.returncode != 0 and "permission denied for function set_context_signing_key" in refused.stderr
+    _log_everything_but_parameters(db)
+    with server_log(db) as done_log:
+        done = register("platform_admin")
+    assert done.returncode == 0, done.stderr
+    token = mint_context_token(key, "gateway-1", "aaaaaaaa-0000-0000-0000-000000000001", ttl_seconds=60)
+    with db.connect("app") as conn:  # the key registered is the one in the environment
+        conn.execute("select memsub.set_context_signed(%s)", [token])
+    assert "set_context_signing_key" in refused_log[0] and "set_context_signing_key" in done_log[0]
+    for log in (refused_log[0], done_log[0]):
+        assert key.hex() not in log
