@@ -146,3 +146,15 @@ def test_the_documented_signing_key_registration_logs_no_key(db, tmp_path):
     assert "set_context_signing_key" in refused_log[0] and "set_context_signing_key" in done_log[0]
     for log in (refused_log[0], done_log[0]):
         assert key.hex() not in log
+
+
+def test_no_documented_statement_writes_a_password():
+    """``create role ... password '...'`` puts the password in the statement's text, which the server logs (when it
+    fails, or under log_statement) and pg_stat_activity shows: the docs set passwords with psql's \\password, which
+    sends the SCRAM verifier it computes."""
+    root = Path(__file__).resolve().parents[2]
+    written = [f"{path.relative_to(root)}:{number}: {line.strip()}"
+               for path in [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+               for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+               if re.search(r"\bpassword\s+'", line, flags=re.I)]
+    assert written == []
