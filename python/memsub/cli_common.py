@@ -28,7 +28,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 dsn_option = click.option("--dsn", envvar=None, default=None,
                           help="libpq connection string (default: MEMSUB_DSN, DATABASE_URL, libpq's PG* "
-                               "environment, then the embedded cluster).")
+                               "environment, then the embedded cluster). Other users of the machine see it in "
+                               "ps: keep passwords in MEMSUB_DSN, PGPASSWORD or ~/.pgpass.")
 json_option = click.option("--json", "as_json", is_flag=True, help="Print data as JSON on stdout.")
 json_lines_option = click.option("--json", "as_json", is_flag=True, help="Print JSON Lines, one row per line.")
 

@@ -42,7 +42,8 @@ def _uuid(value: str | None) -> UUID | None:
               help="Session identifier (or MEMSUB_SESSION).")
 @click.option("--context-token", "token", envvar="MEMSUB_CONTEXT_TOKEN", default=None,
               help="A signed context token (memsub.set_context_signed) naming the identity instead "
-                   "(or MEMSUB_CONTEXT_TOKEN).")
+                   "(or MEMSUB_CONTEXT_TOKEN). Other users of the machine see it in ps: prefer "
+                   "MEMSUB_CONTEXT_TOKEN or a token file.")
 @click.option("--context-token-file", "token_file", envvar="MEMSUB_CONTEXT_TOKEN_FILE", default=None,
               type=click.Path(path_type=Path, dir_okay=False),
               help="A file holding a signed context token, read again for every call, so a gateway can "

@@ -44,3 +44,11 @@ def test_a_minted_api_key_prints_without_the_key() -> None:
     for text in (repr(minted), str(minted)):
         assert SECRET not in text and "0123456789abcdef" in text
     assert minted.api_key.endswith(SECRET) and minted.model_dump()["api_key"].endswith(SECRET)
+
+
+def test_the_mcp_servers_identity_prints_without_its_token() -> None:
+    from memsub.mcp_server import Identity
+
+    identity = Identity(token=SECRET)
+    for text in (repr(identity), identity.describe()):
+        assert SECRET not in text

@@ -29,6 +29,7 @@ from psycopg import sql
 
 from memsub import demo, embedded
 from memsub.context_tokens import mint_context_token
+from memsub.http_api import AUTHENTICATE
 
 
 def _log_size(conn: psycopg.Connection[Any]) -> tuple[str, int]:
@@ -158,3 +159,53 @@ def test_no_documented_statement_writes_a_password():
                for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
                if re.search(r"\bpassword\s+'", line, flags=re.I)]
     assert written == []
+
+
+def test_api_keys_reach_the_server_as_parameters_only(db):
+    """The HTTP server's authentication of a good, an unknown and a revoked key: the failing statements are
+    logged (log_min_error_statement) and, with log_statement = 'all' and log_parameter_max_length = 0, every
+    one, all without the key. A pg_read_all_stats login reads the statement in pg_stat_activity, without the
+    key."""
+    with db.connect("tenant_admin") as admin:
+        admin.execute("select memsub.set_context(%s, p_roles => array['tenant_admin'])",
+                      ["aaaaaaaa-0000-0000-0000-000000000001"])
+        good, revoked = (admin.execute("select api_key from memsub.create_api_key(%s)",
+                                       ["aaaaaaaa-0000-0000-0000-000000000001"]).fetchone()[0] for _ in range(2))
+        admin.execute("select memsub.revoke_api_key(substr(%s, 5, 16))", [revoked])
+        admin.commit()
+    unknown = good[:-8] + "00000000"
+    watcher = f"memsub_test_stats_{uuid.uuid4().hex[:8]}"
+    with db.connect(autocommit=True) as conn:
+        conn.execute(sql.SQL("create role {} login in role pg_read_all_stats").format(sql.Identifier(watcher)))
+    try:
+        logs = []
+        for setting in ("defaults", "everything but parameters", "everything"):
+            if setting == "everything but parameters":
+                _log_everything_but_parameters(db)
+            if setting == "everything":
+                with db.connect(autocommit=True) as conn:
+                    conn.execute(sql.SQL("alter database {} reset log_parameter_max_length").format(
+                        sql.Identifier(db.name)))
+            with server_log(db) as log, db.connect("app") as request, \
+                    psycopg.connect(db.server.dsn(db.name, watcher)) as stats:
+                for key in (good, unknown, revoked):
+                    try:
+                        request.execute(AUTHENTICATE, [key])
+                    except psycopg.errors.InvalidAuthorizationSpecification:
+                        pass
+                    shown = stats.execute("select query from pg_catalog.pg_stat_activity where pid = %s",
+                                          [request.info.backend_pid]).fetchone()
+                    assert shown is not None and "authenticate_api_key($1)" in shown[0] and key not in shown[0]
+                    request.rollback()
+            logs.append(log[0])
+    finally:
+        with db.connect(autocommit=True) as conn:
+            conn.execute(sql.SQL("drop role {}").format(sql.Identifier(watcher)))
+    quiet, everything_logged, with_parameters = logs
+    assert quiet.count("authenticate_api_key($1)") == 2  # the unknown and the revoked key's statements
+    assert everything_logged.count("authenticate_api_key($1)") >= 3
+    for log in (quiet, everything_logged):
+        for key in (good, unknown, revoked):
+            assert key not in log
+    # Why docs/security.md asks for log_parameter_max_length = 0: statement logging writes parameter values.
+    assert all(key in with_parameters for key in (good, unknown, revoked))
