@@ -42,7 +42,7 @@ from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from memsub import embedded
 from memsub.client import Substrate, TenantSession
 from memsub.config import resolve_dsn
-from memsub.connection import describe, with_timeout
+from memsub.connection import describe, masked, with_timeout
 from memsub.embedding import (
     Embedder,
     HashingEmbedder,
@@ -136,15 +136,21 @@ class DemoRefused(MemsubError):
     """The demo would have to change something it did not create in this run."""
 
 
-@dataclass
+@dataclass(repr=False)
 class DemoResources:
-    """What this run created, and so may remove: nothing else is ever dropped."""
+    """What this run created, and so may remove: nothing else is ever dropped. Its repr masks the server's
+    password."""
 
     server_dsn: str
     database: str
     created_database: bool = False
     roles: dict[str, str] = field(default_factory=dict)  # login role -> memsub group role
     started_cluster: Path | None = None
+
+    def __repr__(self) -> str:
+        return (f"DemoResources(server_dsn={masked(self.server_dsn)!r}, database={self.database!r}, "
+                f"created_database={self.created_database!r}, roles={self.roles!r}, "
+                f"started_cluster={self.started_cluster!r})")
 
     def cleanup(self, keep: bool) -> list[str]:
         """Drop the roles (always) and, unless ``keep``, the database and the cluster this run created."""

@@ -9,6 +9,7 @@ import pytest
 from memsub import _calls, api_keys
 from memsub.cli_common import Target
 from memsub.connection import ResolvedDsn
+from memsub.demo import DemoResources
 from memsub.http_api import AUTHENTICATE
 
 SECRET = "s3cr3t-Never-Printed"
@@ -26,6 +27,14 @@ def test_a_resolved_connection_string_prints_without_its_password(dsn: str) -> N
         text = repr(holder)
         assert SECRET not in text and "db.example" in text
         assert holder.dsn == dsn  # what it holds is unchanged
+
+
+@pytest.mark.parametrize("dsn", DSNS)
+def test_the_demos_resources_print_without_the_servers_password(dsn: str) -> None:
+    resources = DemoResources(dsn, "memsub_demo_1")
+    text = repr(resources)
+    assert SECRET not in text and "db.example" in text and "memsub_demo_1" in text
+    assert resources.server_dsn == dsn
 
 
 def test_a_call_prints_without_its_arguments() -> None:
