@@ -11,12 +11,14 @@ embedded cluster); tests/operations/test_generated_docs.py fails while either is
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from memsub.resources import repeatables_dir
 
@@ -54,9 +56,13 @@ def normalize_dump(text: str) -> str:
 
 
 def dump_schema(dsn: str) -> str:
-    """The normalized schema-only dump of schema memsub in the database at ``dsn``."""
-    result = subprocess.run([_pg_dump(), "--schema-only", "--schema=memsub", "--dbname", dsn],
-                            capture_output=True, text=True, check=False)
+    """The normalized schema-only dump of schema memsub in the database at ``dsn``. A password in ``dsn`` reaches
+    pg_dump as PGPASSWORD: its command line is visible to every user of the machine (ps)."""
+    params = conninfo_to_dict(dsn)
+    password = params.pop("password", None)
+    environment = {**os.environ, "PGPASSWORD": str(password)} if password is not None else None
+    result = subprocess.run([_pg_dump(), "--schema-only", "--schema=memsub", "--dbname", make_conninfo("", **params)],
+                            capture_output=True, text=True, check=False, env=environment)
     if result.returncode != 0:
         raise RuntimeError(f"pg_dump failed: {result.stderr.strip()}")
     return normalize_dump(result.stdout)

@@ -3,6 +3,11 @@ fresh installation: after changing sql/ or migrations/, run make schema and revi
 
 from __future__ import annotations
 
+import subprocess
+from typing import Any
+
+from psycopg.conninfo import make_conninfo
+
 from memsub.schema_docs import REFERENCE_PATH, SCHEMA_PATH, dump_schema, normalize_dump, sql_reference
 from memsub.sqllint import lint
 
@@ -56,3 +61,20 @@ def test_the_reference_shows_which_arguments_may_be_left_out(db):
     assert "(p_query vector, p_k integer DEFAULT 10, p_embedding_type text DEFAULT 'content'::text," in found
     assert "#### `memsub.refresh_memory_views(INOUT run_id uuid DEFAULT NULL::uuid)`" in found
     assert "may be left out" in found.split("\n## ", 1)[0]
+
+
+def test_pg_dump_gets_no_password_on_its_command_line(db, monkeypatch):
+    """A command's arguments are visible to every user of the machine (ps): dump_schema hands pg_dump the password
+    in its environment. The test server trusts local logins, so the password given here is never checked."""
+    seen: list[list[str]] = []
+    run = subprocess.run
+
+    def recording(arguments: list[str], **options: Any) -> Any:
+        seen.append(list(arguments))
+        return run(arguments, **options)
+
+    monkeypatch.setattr(subprocess, "run", recording)
+    secret = "s3cr3t-Never-In-Argv"
+    dump = dump_schema(make_conninfo(db.dsn(), password=secret))
+    assert "CREATE SCHEMA memsub;" in dump and len(seen) == 1
+    assert not any(secret in argument for argument in seen[0]), seen[0]
