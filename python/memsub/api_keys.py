@@ -8,6 +8,7 @@ context with :meth:`TenantSession.run`::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from uuid import UUID
@@ -64,9 +65,19 @@ def create_api_key(tenant_id: UUID | str, *, org_id: UUID | str | None = None, u
                     one(MintedApiKey))
 
 
+_WHOLE_KEY = re.compile(r"msk_([0-9a-f]{16})_[0-9a-f]+")
+
+
+def key_id_of(key: str) -> str:
+    """The key_id of a whole key (``msk_<key_id>_<secret>``); any other text as it is."""
+    whole = _WHOLE_KEY.fullmatch(key)
+    return whole.group(1) if whole else key
+
+
 def revoke_api_key(key_id: str) -> Call[bool]:
-    """Revoke a live key of the context; False when there is none with this id (memsub.revoke_api_key)."""
-    return function("revoke_api_key", {"key_id": key_id}, scalar(bool))
+    """Revoke a live key of the context; False when there is none with this id (memsub.revoke_api_key). A whole
+    key is revoked by its id: only the id is sent."""
+    return function("revoke_api_key", {"key_id": key_id_of(key_id)}, scalar(bool))
 
 
 def list_api_keys() -> Call[list[ApiKey]]:

@@ -108,7 +108,9 @@ def api_key_create(dsn: str | None, admin_role: str, admin_tenant: str | None, t
 @_admin_options
 @click.argument("key_id")
 def api_key_revoke(dsn: str | None, admin_role: str, admin_tenant: str | None, key_id: str) -> None:
-    """Revoke a key by its KEY_ID (memsub.revoke_api_key); exit 1 when no live key of the context has it."""
+    """Revoke a key by its KEY_ID (memsub.revoke_api_key); exit 1 when no live key of the context has it. Given
+    the whole key, revokes it by its id and prints only the id."""
+    key_id = api_keys.key_id_of(key_id)
     context_tenant = _admin_tenant(admin_role, admin_tenant)
     with _substrate(dsn) as substrate, substrate.tenant(context_tenant, roles=[admin_role]) as session:
         revoked = session.run(api_keys.revoke_api_key(key_id))

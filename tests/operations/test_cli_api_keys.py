@@ -47,6 +47,24 @@ def test_create_list_revoke(db):
     assert again.exit_code == 1 and "no live key" in again.stderr
 
 
+def test_revoke_given_the_whole_key_revokes_it_by_its_id_and_never_prints_it(db):
+    """An admin answering a leak pastes the key itself: it is revoked by its id, and neither the answer nor the
+    refusal of a second revoke shows the secret."""
+    admin = ["--dsn", db.dsn("platform_admin")]
+    runner = CliRunner()
+    created = runner.invoke(cli, ["api-key", "create", *admin, "--tenant", str(uuid.uuid4()), "--json"])
+    assert created.exit_code == 0, created.output
+    minted = json.loads(created.stdout)
+    secret = minted["api_key"].rsplit("_", 1)[1]
+    revoked = runner.invoke(cli, ["api-key", "revoke", *admin, minted["api_key"]])
+    assert secret not in revoked.stdout + revoked.stderr, revoked.stderr
+    assert revoked.exit_code == 0 and revoked.stdout == f"revoked {minted['key_id']}\n"
+    assert not _authenticates(db.dsn("app"), minted["api_key"])
+    again = runner.invoke(cli, ["api-key", "revoke", *admin, minted["api_key"]])
+    assert again.exit_code == 1 and f"no live key {minted['key_id']} " in again.stderr
+    assert secret not in again.stdout + again.stderr
+
+
 @pytest.mark.parametrize(("arguments", "field"), [
     (["--role", "superuser"], "--role"),
     (["--as", "app"], "--as"),
