@@ -209,3 +209,29 @@ def test_api_keys_reach_the_server_as_parameters_only(db):
             assert key not in log
     # Why docs/security.md asks for log_parameter_max_length = 0: statement logging writes parameter values.
     assert all(key in with_parameters for key in (good, unknown, revoked))
+
+
+def test_auto_explain_logs_no_secret_once_told_to_leave_parameters_out(db):
+    """auto_explain with nested statements logs the parameters of memsub's SQL-language helpers too (the
+    signing key, passed on to memsub._hmac_pads): auto_explain.log_parameter_max_length = 0 keeps them out, as
+    docs/security.md says; PL/pgSQL statements (the API key inside authenticate_api_key) carry no values."""
+    with db.connect(autocommit=True) as conn:
+        for setting in ("session_preload_libraries = 'auto_explain'", "auto_explain.log_min_duration = 0",
+                        "auto_explain.log_nested_statements = on", "auto_explain.log_parameter_max_length = 0"):
+            conn.execute(sql.SQL("alter database {} set " + setting).format(sql.Identifier(db.name)))
+    signing_key = secrets.token_bytes(32)
+    with server_log(db) as log:
+        with db.connect("tenant_admin") as admin:
+            admin.execute("select memsub.set_context(%s, p_roles => array['tenant_admin'])",
+                          ["aaaaaaaa-0000-0000-0000-000000000001"])
+            row = admin.execute("select api_key from memsub.create_api_key(%s)",
+                                ["aaaaaaaa-0000-0000-0000-000000000001"]).fetchone()
+            admin.commit()
+        assert row is not None
+        with db.connect("app") as request:
+            request.execute(AUTHENTICATE, [row[0]])
+        with db.connect("platform_admin") as platform:
+            platform.execute("select memsub.set_context_signing_key('gateway-1', %s)", [signing_key])
+            platform.commit()
+    assert "memsub._hmac_pads" in log[0] or "padded.key" in log[0]  # the nested statements were logged ...
+    assert row[0] not in log[0] and signing_key.hex() not in log[0]  # ... without the secrets
