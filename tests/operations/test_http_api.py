@@ -672,6 +672,7 @@ def test_unknown_missing_and_revoked_keys_get_401_and_write_nothing(api: Api):
             response = client.post("/api/v1/memory/packet", json=SEED_EXAMPLE)
             assert_problem(response, 401, "api_key")
             assert response.headers["www-authenticate"].startswith("Bearer")
+            assert bad is None or bad[-64:] not in response.text  # the answer never echoes the key
     with httpx.Client(base_url=api.url, headers={"X-API-Key": key["api_key"]}) as client:
         assert client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "payload": "before"}).status_code == 201
     with psycopg.connect(api.database.dsn("platform_admin")) as conn:
@@ -679,7 +680,9 @@ def test_unknown_missing_and_revoked_keys_get_401_and_write_nothing(api: Api):
         assert conn.execute("select memsub.revoke_api_key(%s)", [key["key_id"]]).fetchone() == (True,)
     after_revoke = api.packet_count(), api.memory_count()
     with httpx.Client(base_url=api.url, headers={"Authorization": f"Bearer {key['api_key']}"}) as client:
-        assert_problem(client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "payload": "after"}), 401)
+        refused = client.post("/api/v1/memory/packet", json={**SEED_EXAMPLE, "payload": "after"})
+        assert_problem(refused, 401)
+        assert key["api_key"][-64:] not in refused.text
         assert_problem(client.put(f"/api/v1/memory/namespace/user:{USER_A}:x/keys/k", json={"value": 1}), 401)
         assert_problem(client.get(f"/api/v1/memory/thread/{SEED_EXAMPLE['thread_id']}"), 401)
     assert (api.packet_count(), api.memory_count()) == after_revoke

@@ -550,6 +550,7 @@ def test_a_signed_context_token_names_the_identity(db, tmp_path):
                 token_file.write_text(token_file.read_text()[:-4] + "AAAA")
                 refused = _error(await client.call_tool("recall", {"query": "signed"}))
                 assert "SQLSTATE 28000" in refused and "field signature" in refused
+                assert token_file.read_text().split(".")[1] not in refused  # the error never echoes the token
         with db.connect() as conn:
             assert conn.execute("select tenant_id from memsub.packet_store where packet_id = %s",
                                 [written["packet_id"]]).fetchone() == (tenant,)
