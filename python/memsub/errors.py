@@ -54,6 +54,11 @@ class StateError(MemsubError):
     """The object is not in a state that allows the call, e.g. a terminated session (SQLSTATE 55000)."""
 
 
+class ReadOnlyError(StateError):
+    """A write (or a call that writes) sent to a server or transaction that is read-only: a hot standby, or a
+    transaction begun READ ONLY (SQLSTATE 25006). Nothing was written; send it to the primary."""
+
+
 class SessionClosed(StateError):
     """A tenant session used after its block ended: its transaction is over and its connection may already serve
     another tenant, so the call is refused before anything is sent."""
@@ -121,6 +126,7 @@ SQLSTATE_CONTRACT: dict[str, Contract] = {
     "40001": Contract(ConflictError, 409, "stale-version", "Stale version"),
     "55000": Contract(StateError, 409, "wrong-state", "Object not in a state that allows this"),
     "0A000": Contract(ImmutableError, 409, "immutable", "Immutable"),
+    "25006": Contract(ReadOnlyError, 503, "read-only", "Read-only server or transaction: write on the primary"),
     "55P03": Contract(ConflictError, 503, "busy", "Locked by a concurrent call, retry later"),
     "40P01": Contract(ConflictError, 503, "busy", "Deadlocked with a concurrent call, retry"),
     "57014": Contract(ConflictError, 503, "busy", "Cancelled after running too long, retry later"),

@@ -58,11 +58,12 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 RETRY_AFTER = {"Retry-After": "1"}
-"""The header of every 503: the database was out of reach or busy, and a retry a second later may succeed."""
+"""The header of every 503 but ``read-only``: the database was out of reach or busy, and a retry a second later may
+succeed. A write refused by a read-only server (a hot standby) succeeds on the primary, not here a second later."""
 
 
 class Problem(Exception):
-    """An error answered as RFC 9457 problem details; a 503 always carries Retry-After."""
+    """An error answered as RFC 9457 problem details; a 503 carries Retry-After, but for a read-only server."""
 
     def __init__(self, status: int, kind: str, title: str, detail: str, *, field: str | None = None,
                  sqlstate: str | None = None, extra: dict[str, Any] | None = None,
@@ -70,7 +71,7 @@ class Problem(Exception):
         super().__init__(detail)
         self.status, self.kind, self.title, self.detail = status, kind, title, detail
         self.field, self.sqlstate, self.extra = field, sqlstate, extra or {}
-        self.headers = (RETRY_AFTER if status == 503 else {}) | (headers or {})
+        self.headers = (RETRY_AFTER if status == 503 and kind != "read-only" else {}) | (headers or {})
 
     def document(self, instance: str | None) -> dict[str, Any]:
         """The problem document (``instance``: the request's path, None when not known)."""

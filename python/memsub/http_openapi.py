@@ -180,7 +180,7 @@ def problem_responses(*statuses: int) -> dict[str, Any]:
             403: "Not allowed in the key's context", 404: "Not found or not visible to the key",
             409: "Conflict (duplicate, stale version, wrong state)", 413: "Body over the server's limit",
             422: "Invalid input, a query parameter the route does not take among it; field names it",
-            503: "Database unavailable or busy"}
+            503: "Database unavailable or busy, or a write sent to a read-only server (a hot standby)"}
     return {str(status): {"description": text[status],
                           "content": {"application/problem+json": {"schema": ref("Problem")}}}
             for status in statuses}

