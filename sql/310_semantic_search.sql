@@ -198,6 +198,11 @@ begin
         raise exception 'field "record_access": this role reads and may not record accesses (memsub_app records them)'
             using errcode = '42501', column = 'record_access';
     end if;
+    -- A read-only transaction (a hot standby's, or one begun READ ONLY) cannot record: the search answers
+    -- without access records, each access_id NULL, rather than failing (docs/scale-out.md).
+    if pg_catalog.current_setting('transaction_read_only')::boolean then
+        return;
+    end if;
     return query
         select r.target_id, r.access_id
           from memsub._record_accesses(p_target_type, p_target_ids, p_scores, p_query_text, p_access_context,
@@ -206,7 +211,8 @@ end
 $$;
 comment on function memsub._record_accesses_on_request(text, uuid[], double precision[], text, text, text) is
     'Internal to the searches that record accesses when asked (each calls it only then): memsub._record_accesses, '
-    'or 42501 naming record_access for a role that may not record (memsub_analyst).';
+    'or 42501 naming record_access for a role that may not record (memsub_analyst); in a read-only transaction '
+    '(a hot standby) nothing, so the search''s access ids are NULL.';
 
 drop function if exists memsub.semantic_search(vector, integer, text, uuid, text[], text, timestamptz, timestamptz, double precision, text, boolean, text, text, integer, integer, integer);
 -- 2.25: the result gained the packet column (p_with_packets); a result type changes only by drop and create.
@@ -690,7 +696,8 @@ comment on function memsub.semantic_search(vector, integer, text, uuid, text[], 
     'ef_search (default derived from the tenant''s share of the index and k, or the larger one memsub.tune_search '
     'found reaching the recall goal) and max_scan_tuples (default 20000) '
     'bound the walk; the settings return to their values after the call. record_access logs each result in '
-    'memory_access_log (access_id) and counts it on its packet. with_packets fills the packet column with each '
+    'memory_access_log (access_id) and counts it on its packet, but in a read-only transaction (a hot '
+    'standby): nothing is recorded there, access_id NULL. with_packets fills the packet column with each '
     'hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); '
     'NULL otherwise.';
 

@@ -102,7 +102,8 @@ comment on function memsub.retrieve_reflections(vector, text[], integer, text[],
     'query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, '
     'task (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing), and '
     '(require_tags) at least one shared tag. An empty list of types, or of tags with require_tags, is refused '
-    '(22023; NULL filters nothing). record_access logs each result and counts it; query_text is recorded with '
+    '(22023; NULL filters nothing). record_access logs each result and counts it '
+    '(not in a read-only transaction, such as a hot standby''s: access_id NULL); query_text is recorded with '
     'that log only, never matched.';
 
 grant execute on function

@@ -234,3 +234,46 @@ def test_a_write_on_the_standby_is_a_read_only_error_on_every_surface(pair: Pair
     with psycopg.connect(pair.primary) as conn:
         assert conn.execute("select value from memsub.memory_entries where key = 'drink'").fetchall() == [
             ("green tea",)]
+
+
+def test_searches_asked_to_record_accesses_on_the_standby_answer_without_recording(pair: Pair,
+                                                                                    written: Written) -> None:
+    """A search with record_access in a read-only transaction (on the standby, or begun READ ONLY on the primary)
+    returns its hits, each access_id null: nothing could be recorded. So does the MCP recall tool, which always
+    asks to record, and the HTTP search routes."""
+    query = HashingEmbedder(written.dimension).embed(["green tea"])[0]
+    before = _access_records(pair)
+    with Substrate(pair.dsn("standby", "app"), max_size=1) as substrate:
+        with substrate.tenant(TENANT_A, user_id=USER) as session:
+            semantic = session.search.semantic(query, record_access=True, query_text="green tea")
+            hybrid = session.search.hybrid("green tea", query, record_access=True)
+            reflections = session.reflection.retrieve(record_access=True)
+        assert [h.packet_id for h in semantic] == [h.packet_id for h in hybrid] == [written.packet_id]
+        assert [h.reflection_id for h in reflections] == [written.reflection_id]
+        assert [h.access_id for h in [*semantic, *hybrid, *reflections]] == [None, None, None]
+        who = Identity(tenant_id=TENANT_A, user_id=USER)
+        tools = MemoryTools(substrate, who, HashingEmbedder(check_identity(substrate, who)), agent_id="reader")
+        for mode in ("hybrid", "semantic"):
+            recalled = tools.recall("green tea", 5, mode, "content", None, None, None, None, None, False, {})
+            assert [(h.packet_id, h.access_id) for h in recalled.hits] == [(written.packet_id, None)]
+    key = create_key(pair.dsn("primary", "platform_admin"), TENANT_A, user=USER)["api_key"]
+    pair.caught_up()
+    with serve_in_thread(create_app(pair.dsn("standby", "app"), max_size=1)) as url, \
+            httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as client:
+        for route, body in (("semantic", {"query": query}), ("hybrid", {"query_text": "green tea"})):
+            answer = client.post(f"/api/v1/search/{route}", json={**body, "record_access": True})
+            assert answer.status_code == 200, answer.text
+            assert [(h["packet_id"], h["access_id"]) for h in answer.json()["hits"]] == [
+                (str(written.packet_id), None)]
+    # On the primary, a transaction begun READ ONLY answers the same way.
+    with psycopg.connect(pair.dsn("primary", "app")) as conn:
+        conn.read_only = True
+        conn.execute("select memsub.set_context(%s, p_user_id => %s)", [TENANT_A, USER])
+        assert conn.execute("select packet_id, access_id from memsub.semantic_search(%s::text::vector, "
+                            "p_record_access => true)", [str(query)]).fetchall() == [(written.packet_id, None)]
+    assert _access_records(pair) == before
+    # A read-write transaction on the primary records, as before.
+    with Substrate(pair.dsn("primary", "app"), max_size=1) as substrate, \
+            substrate.tenant(TENANT_A, user_id=USER) as session:
+        assert all(h.access_id for h in session.search.semantic(query, record_access=True))
+    assert _access_records(pair) == before + 1
