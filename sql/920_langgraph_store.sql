@@ -315,7 +315,9 @@ begin
         perform memsub._require_tenant_id();  -- 42501 without a context or with one not set by set_context
         return;
     end if;
-    if p_refresh_ttl and item.ttl_minutes is not null then
+    -- A read-only transaction (a hot standby's) cannot restart it: the item is returned as it is.
+    if p_refresh_ttl and item.ttl_minutes is not null
+       and not pg_catalog.current_setting('transaction_read_only')::boolean then
         update memsub.langgraph_store_items i
            set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
          where i.tenant_id = tenant and i.namespace_key = item.namespace_key and i.key = item.key;
@@ -326,7 +328,7 @@ end
 $$;
 comment on function memsub.langgraph_store_get(text[], text, boolean) is
     'The live (unexpired) LangGraph store item at namespace and key of the context tenant, or no row; '
-    'p_refresh_ttl restarts its time to live.';
+    'p_refresh_ttl restarts its time to live, except in a read-only transaction (a hot standby).';
 
 -- The earlier signature, without p_distance (it scored by cosine only), would otherwise remain as an overload.
 drop function if exists memsub.langgraph_store_search(text[], jsonb, jsonb, integer, integer, boolean);
@@ -455,7 +457,7 @@ begin
     if cardinality(found) = 0 then
         perform memsub._require_tenant_id();  -- 42501 without a context or with one not set by set_context
     end if;
-    if p_refresh_ttl and expiring then
+    if p_refresh_ttl and expiring and not pg_catalog.current_setting('transaction_read_only')::boolean then
         update memsub.langgraph_store_items i
            set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
           from unnest(found) p
@@ -473,7 +475,7 @@ comment on function memsub.langgraph_store_search(text[], jsonb, vector, integer
     'p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, '
     'l2: minus the Euclidean distance, inner_product: the inner product; a stored vector without a cosine '
     'distance scores NULL), else newest first; p_refresh_ttl '
-    'restarts the time to live of what is returned. 22023 (distance_type) for another distance, 22023 (filter) '
+    'restarts the time to live of what is returned (not in a read-only transaction: a hot standby). 22023 (distance_type) for another distance, 22023 (filter) '
     'for an unknown filter operator, whatever the items; 22023 (query_embedding) for a query without a usable '
     'norm (a zero vector, or squares beyond single precision); 22023 for a limit or offset below 0, 54000 for a limit '
     'over max_rows (naming limit).';

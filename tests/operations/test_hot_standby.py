@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
 from mcp.server.mcpserver.exceptions import ToolError
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
@@ -27,6 +28,8 @@ from memsub.client import Substrate
 from memsub.embedding import HashingEmbedder
 from memsub.errors import ReadOnlyError
 from memsub.http_api import create_app, serve_in_thread
+from memsub.integrations.langgraph_checkpoint import MemsubSaver
+from memsub.integrations.langgraph_store import MemsubStore
 from memsub.mcp_server import Identity, MemoryTools, check_identity
 from memsub.migrator import Migrator
 from memsub.models import PacketEnvelopeIn
@@ -277,3 +280,29 @@ def test_searches_asked_to_record_accesses_on_the_standby_answer_without_recordi
             substrate.tenant(TENANT_A, user_id=USER) as session:
         assert all(h.access_id for h in session.search.semantic(query, record_access=True))
     assert _access_records(pair) == before + 1
+
+
+def test_the_langgraph_store_and_saver_read_on_the_standby(pair: Pair, written: Written) -> None:
+    """A store item with a time to live, read on the standby with refresh_on_read: returned, its time to live not
+    restarted (a read-only transaction cannot); the checkpoint saver's reads answer as on the primary."""
+    thread = {"configurable": {"thread_id": "standby-thread", "checkpoint_ns": ""}}
+    with MemsubStore.from_dsn(pair.dsn("primary", "app"), tenant_id=TENANT_A) as store, \
+            MemsubSaver.from_dsn(pair.dsn("primary", "app"), tenant_id=TENANT_A) as saver:
+        store.put(("prefs",), "drink", {"text": "green tea"}, ttl=60)
+        saved = saver.put(thread, empty_checkpoint(), {"source": "input", "step": 1}, {})
+        on_primary = saver.get_tuple(saved)
+    with psycopg.connect(pair.primary) as conn:
+        expires = conn.execute("select expires_at from memsub.langgraph_store_items").fetchall()
+    pair.caught_up()
+    with MemsubStore.from_dsn(pair.dsn("standby", "app"), tenant_id=TENANT_A,
+                              ttl={"default_ttl": 60, "refresh_on_read": True}) as store, \
+            MemsubSaver.from_dsn(pair.dsn("standby", "app"), tenant_id=TENANT_A) as saver:
+        item = store.get(("prefs",), "drink")
+        assert item is not None and item.value == {"text": "green tea"}
+        assert [i.key for i in store.search(("prefs",), filter={"text": "green tea"})] == ["drink"]
+        assert store.list_namespaces() == [("prefs",)]
+        found = saver.get_tuple(thread)
+        assert on_primary is not None and found is not None and found.checkpoint == on_primary.checkpoint
+        assert [t.config for t in saver.list(thread)] == [on_primary.config]
+    with psycopg.connect(pair.primary) as conn:
+        assert conn.execute("select expires_at from memsub.langgraph_store_items").fetchall() == expires
