@@ -12,11 +12,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 import pytest
+from click.testing import CliRunner
 from langgraph.checkpoint.base import empty_checkpoint
 from mcp.server.mcpserver.exceptions import ToolError
 from psycopg import sql
@@ -24,6 +26,7 @@ from psycopg.conninfo import make_conninfo
 
 from http_helpers import create_key
 from memsub import embedded
+from memsub.cli import main as cli
 from memsub.client import Substrate
 from memsub.embedding import HashingEmbedder
 from memsub.errors import ReadOnlyError
@@ -306,3 +309,77 @@ def test_the_langgraph_store_and_saver_read_on_the_standby(pair: Pair, written: 
         assert [t.config for t in saver.list(thread)] == [on_primary.config]
     with psycopg.connect(pair.primary) as conn:
         assert conn.execute("select expires_at from memsub.langgraph_store_items").fetchall() == expires
+
+
+def test_the_analyst_reads_every_view_and_verifies_on_the_standby(pair: Pair, written: Written) -> None:
+    """Every table and view the analyst may read (the mv_* and tenant_* views among them) answers on the standby
+    what it answers on the primary, and memsub verify, run as the analyst, finds the standby's catalog as
+    shipped."""
+    readable = ("select c.relname from pg_class c where c.relnamespace = 'memsub'::regnamespace "
+                "and c.relkind in ('r', 'p', 'v', 'm') and has_table_privilege(c.oid, 'select') order by 1")
+
+    def counts(dsn: str) -> dict[str, int]:
+        with psycopg.connect(dsn) as conn:
+            names = [name for (name,) in conn.execute(readable).fetchall()]
+            return {name: conn.execute(sql.SQL("select count(*) from {}").format(
+                sql.Identifier("memsub", name))).fetchone()[0] for name in names}  # type: ignore[index]
+
+    with psycopg.connect(pair.dsn("primary", "platform_admin"), autocommit=True) as conn:
+        conn.execute("call memsub.refresh_memory_views()")
+    pair.caught_up()
+    on_primary = counts(pair.dsn("primary", "analyst"))
+    assert on_primary["tenant_entity_graph"] > 0 and on_primary["memory_view_refresh_log"] > 0
+    assert counts(pair.dsn("standby", "analyst")) == on_primary
+    result = CliRunner().invoke(cli, ["verify", "--dsn", pair.dsn("standby", "analyst")])
+    assert result.exit_code == 0, result.output
+
+
+def test_the_http_api_and_the_mcp_read_tools_serve_from_the_standby(pair: Pair, written: Written) -> None:
+    """memsub serve's GET routes (and readiness) and the MCP read tools, pointed at the standby, answer what they
+    answer on the primary; the API key was created on the primary."""
+    key = create_key(pair.dsn("primary", "platform_admin"), TENANT_A, user=USER)["api_key"]
+    pair.caught_up()
+    paths = ["/api/v1/ready", f"/api/v1/memory/packet/{written.packet_id}",
+             f"/api/v1/memory/packet/{written.packet_id}/lineage", f"/api/v1/memory/thread/{THREAD}",
+             "/api/v1/graph/traverse?start_entity=Alice", f"/api/v1/memory/namespace/user:{USER}/keys",
+             f"/api/v1/memory/namespace/user:{USER}:prefs/keys/drink"]
+
+    def answers(server: str) -> list[tuple[int, Any]]:
+        with serve_in_thread(create_app(pair.dsn(server, "app"), max_size=1)) as url, \
+                httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}) as client:
+            return [(answer.status_code, answer.json()) for answer in map(client.get, paths)]
+
+    on_primary = answers("primary")
+    assert {status for status, _ in on_primary} == {200}
+    assert answers("standby") == on_primary
+
+    def tool_reads(server: str) -> list[Any]:
+        with Substrate(pair.dsn(server, "app"), max_size=1) as substrate:
+            who = Identity(tenant_id=TENANT_A, user_id=USER)
+            tools = MemoryTools(substrate, who, HashingEmbedder(check_identity(substrate, who)))
+            return [tools.recall_entries("green tea", 5, None), tools.replay_thread(THREAD, 10, None),
+                    tools.graph_traverse("Alice", 2, None, "outgoing", None, None, None),
+                    tools.graph_neighbourhood("Alice", None, None, None), tools.graph_edges(None, "Alice", None)]
+
+    on_primary_tools = tool_reads("primary")
+    assert on_primary_tools[0].hits and on_primary_tools[1].packets and on_primary_tools[2].paths
+    assert tool_reads("standby") == on_primary_tools
+
+
+def test_the_cli_reads_from_the_standby_and_names_a_refused_write(pair: Pair, written: Written,
+                                                                   tmp_path: Path) -> None:
+    standby = ["--dsn", pair.dsn("standby", "app"), "--tenant", str(TENANT_A), "--user", str(USER)]
+    runner = CliRunner()
+    got = runner.invoke(cli, ["packet", "get", str(written.packet_id), *standby])
+    assert got.exit_code == 0 and str(written.packet_id) in got.stdout, got.output
+    replayed = runner.invoke(cli, ["packet", "thread", str(THREAD), *standby])
+    assert replayed.exit_code == 0 and str(written.packet_id) in replayed.stdout, replayed.output
+    found = runner.invoke(cli, ["search", "green tea", "--mode", "hybrid", "--embedder", "hashing", "--record",
+                                *standby])
+    assert found.exit_code == 0 and str(written.packet_id) in found.stdout, found.output
+    status = runner.invoke(cli, ["status", "--dsn", pair.dsn("standby", "analyst")])
+    assert status.exit_code == 0, status.output
+    envelope = tmp_path / "packet.json"
+    envelope.write_text('{"packet_type": "note", "payload": {"text": "on the standby"}}')
+    refused = runner.invoke(cli, ["packet", "write", str(envelope), *standby])
+    assert refused.exit_code == 1 and "read-only transaction" in refused.stderr, refused.output
