@@ -42,7 +42,8 @@ class ConflictError(MemsubError):
     or a concurrent run of the same work held its lock past lock_timeout (SQLSTATE 55P03), or two transactions
     waited for each other and PostgreSQL aborted this one (SQLSTATE 40P01), or the statement was cancelled: it ran
     past the session's statement_timeout, often waiting for a lock, or an administrator cancelled it
-    (pg_cancel_backend; SQLSTATE 57014). Retrying may succeed."""
+    (pg_cancel_backend; SQLSTATE 57014), or a hot standby cancelled a read that held up its replay of the primary
+    (SQLSTATE 40001, "conflict with recovery"). Retrying may succeed."""
 
 
 class NotFound(MemsubError):
@@ -146,12 +147,21 @@ _CHANGED_UNDER_A_PREPARED_STATEMENT = Contract(ConflictError, 503, "busy",
                                                "Changed by an upgrade since it was prepared, retry")
 
 
+# A hot standby cancels a read that holds up its replay of the primary's WAL past max_standby_streaming_delay (a
+# lock the primary took, rows its vacuum removed) with 40001, which the contract otherwise reads as a stale version.
+# No version was stale: the read may be retried, on the standby or the primary.
+_CANCELLED_BY_RECOVERY = Contract(ConflictError, 503, "busy", "Cancelled by the standby's replay, retry")
+
+
 def contract_of_error(error: psycopg.Error) -> Contract | None:
     """:func:`contract_of` the error's SQLSTATE, but for a prepared statement an upgrade changed under it
-    ("cached plan must not change result type"): a retryable conflict."""
-    if error.sqlstate == "0A000" and (error.diag.message_primary or "").startswith(
-            "cached plan must not change result type"):
+    ("cached plan must not change result type") and for a read a hot standby cancelled to go on replaying
+    ("canceling statement due to conflict with recovery"): retryable conflicts."""
+    message = error.diag.message_primary or ""
+    if error.sqlstate == "0A000" and message.startswith("cached plan must not change result type"):
         return _CHANGED_UNDER_A_PREPARED_STATEMENT
+    if error.sqlstate == "40001" and message.startswith("canceling statement due to conflict with recovery"):
+        return _CANCELLED_BY_RECOVERY
     return contract_of(error.sqlstate)
 
 

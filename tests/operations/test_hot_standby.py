@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -29,8 +30,8 @@ from memsub import embedded
 from memsub.cli import main as cli
 from memsub.client import Substrate
 from memsub.embedding import HashingEmbedder
-from memsub.errors import ReadOnlyError
-from memsub.http_api import create_app, serve_in_thread
+from memsub.errors import ConflictError, ReadOnlyError, from_database_error
+from memsub.http_api import create_app, problem_from_database, serve_in_thread
 from memsub.integrations.langgraph_checkpoint import MemsubSaver
 from memsub.integrations.langgraph_store import MemsubStore
 from memsub.mcp_server import Identity, MemoryTools, check_identity
@@ -383,3 +384,49 @@ def test_the_cli_reads_from_the_standby_and_names_a_refused_write(pair: Pair, wr
     envelope.write_text('{"packet_type": "note", "payload": {"text": "on the standby"}}')
     refused = runner.invoke(cli, ["packet", "write", str(envelope), *standby])
     assert refused.exit_code == 1 and "read-only transaction" in refused.stderr, refused.output
+
+
+def test_a_read_the_standbys_replay_cancels_is_a_retryable_busy(pair: Pair, written: Written) -> None:
+    """A standby cancels a read that holds up its replay past max_standby_streaming_delay ("canceling statement
+    due to conflict with recovery", SQLSTATE 40001): here a lock the primary took on a table the read holds (as
+    DDL or a migration does). The client raises ConflictError (retryable) and the HTTP API answers 503 busy with
+    Retry-After, not 409 stale-version: no version was stale, and the retry succeeds."""
+    statement = "select pg_sleep(10), (select count(*) from memsub.search_stats)"
+    with psycopg.connect(pair.standby, autocommit=True) as admin:
+        admin.execute("alter system set max_standby_streaming_delay = 0")
+        admin.execute("select pg_reload_conf()")
+        try:
+            refused: list[BaseException] = []
+            retried: list[Any] = []
+
+            def read() -> None:
+                with psycopg.connect(pair.dsn("standby", "app")) as conn:
+                    try:
+                        conn.execute("select memsub.set_context(%s, p_user_id => %s)", [TENANT_A, USER])
+                        conn.execute(statement)
+                    except psycopg.Error as error:
+                        refused.append(error)
+                    conn.rollback()
+                    conn.execute("select memsub.set_context(%s, p_user_id => %s)", [TENANT_A, USER])
+                    retried.append(conn.execute("select count(*) from memsub.search_stats").fetchone())
+
+            reader = threading.Thread(target=read)
+            reader.start()
+            deadline = time.monotonic() + 10
+            while not admin.execute("select count(*) from pg_stat_activity where query = %s",
+                                    [statement]).fetchone()[0]:  # type: ignore[index]
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            with psycopg.connect(pair.primary) as primary:
+                primary.execute("lock table memsub.search_stats in access exclusive mode")
+            reader.join(10)
+        finally:
+            admin.execute("alter system reset max_standby_streaming_delay")
+            admin.execute("select pg_reload_conf()")
+    [error] = refused
+    assert retried == [(0,)]  # the retry, once the replay has passed the lock
+    assert isinstance(error, psycopg.Error) and error.sqlstate == "40001"
+    assert "conflict with recovery" in str(error)
+    assert type(from_database_error(error)) is ConflictError
+    problem = problem_from_database(error)
+    assert (problem.status, problem.kind, problem.headers) == (503, "busy", {"Retry-After": "1"})
