@@ -5,6 +5,7 @@ standby as the product's roles (the application login in a tenant context, the a
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -384,6 +385,10 @@ def test_the_cli_reads_from_the_standby_and_names_a_refused_write(pair: Pair, wr
     envelope.write_text('{"packet_type": "note", "payload": {"text": "on the standby"}}')
     refused = runner.invoke(cli, ["packet", "write", str(envelope), *standby])
     assert refused.exit_code == 1 and "read-only transaction" in refused.stderr, refused.output
+    maintained = runner.invoke(cli, ["maintain", "--json", "--dsn", pair.dsn("standby", "platform_admin")])
+    assert maintained.exit_code == 1, maintained.output
+    tasks = json.loads(maintained.stdout)["tasks"]
+    assert tasks and all(t["status"] == "failed" and "read-only transaction" in t["error"] for t in tasks)
 
 
 def test_a_read_the_standbys_replay_cancels_is_a_retryable_busy(pair: Pair, written: Written) -> None:
