@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import psycopg
 import pytest
@@ -28,8 +29,10 @@ from psycopg.conninfo import make_conninfo
 
 from http_helpers import create_key
 from memsub import embedded
+from memsub.async_client import AsyncSubstrate
 from memsub.cli import main as cli
 from memsub.client import Substrate
+from memsub.context_tokens import mint_context_token
 from memsub.embedding import HashingEmbedder
 from memsub.errors import ConflictError, ReadOnlyError, from_database_error
 from memsub.http_api import create_app, problem_from_database, serve_in_thread
@@ -435,3 +438,25 @@ def test_a_read_the_standbys_replay_cancels_is_a_retryable_busy(pair: Pair, writ
     assert type(from_database_error(error)) is ConflictError
     problem = problem_from_database(error)
     assert (problem.status, problem.kind, problem.headers) == (503, "busy", {"Retry-After": "1"})
+
+
+def test_a_signed_context_and_the_async_client_read_on_the_standby(pair: Pair, written: Written) -> None:
+    """memsub.set_context_signed (a gateway's token, its key set on the primary) and the async client's reads work
+    on the standby; the async search asked to record answers without recording, as the sync one does."""
+    key = b"s" * 32
+    with psycopg.connect(pair.dsn("primary", "platform_admin"), autocommit=True) as conn:
+        conn.execute("select memsub.set_context_signing_key(%s, %s)", ["standby-gateway", key])
+    pair.caught_up()
+    token = mint_context_token(key, "standby-gateway", TENANT_A, user_id=USER, login="standby_test_app")
+    with Substrate(pair.dsn("standby", "app"), max_size=1) as substrate, substrate.signed(token) as session:
+        assert [p.packet_id for p in session.packets.get_thread(THREAD)] == [written.packet_id]
+    query = HashingEmbedder(written.dimension).embed(["green tea"])[0]
+
+    async def scenario() -> list[Any]:
+        async with AsyncSubstrate(pair.dsn("standby", "app"), max_size=1) as substrate, \
+                substrate.tenant(TENANT_A, user_id=USER) as session:
+            packet = await session.packets.get(written.packet_id)
+            hits = await session.search.semantic(query, record_access=True)
+            return [packet.packet_id if packet else None, [(h.packet_id, h.access_id) for h in hits]]
+
+    assert anyio.run(scenario) == [written.packet_id, [(written.packet_id, None)]]
