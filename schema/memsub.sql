@@ -4265,6 +4265,11 @@ begin
         raise exception 'field "record_access": this role reads and may not record accesses (memsub_app records them)'
             using errcode = '42501', column = 'record_access';
     end if;
+    -- A read-only transaction (a hot standby's, or one begun READ ONLY) cannot record: the search answers
+    -- without access records, each access_id NULL, rather than failing (docs/scale-out.md).
+    if pg_catalog.current_setting('transaction_read_only')::boolean then
+        return;
+    end if;
     return query
         select r.target_id, r.access_id
           from memsub._record_accesses(p_target_type, p_target_ids, p_scores, p_query_text, p_access_context,
@@ -4274,7 +4279,7 @@ $$;
 
 ALTER FUNCTION memsub._record_accesses_on_request(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._record_accesses_on_request(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) IS 'Internal to the searches that record accesses when asked (each calls it only then): memsub._record_accesses, or 42501 naming record_access for a role that may not record (memsub_analyst).';
+COMMENT ON FUNCTION memsub._record_accesses_on_request(p_target_type text, p_target_ids uuid[], p_scores double precision[], p_query_text text, p_access_context text, p_agent_id text) IS 'Internal to the searches that record accesses when asked (each calls it only then): memsub._record_accesses, or 42501 naming record_access for a role that may not record (memsub_analyst); in a read-only transaction (a hot standby) nothing, so the search''s access ids are NULL.';
 
 CREATE FUNCTION memsub.view_refresh_methods() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -8679,7 +8684,9 @@ begin
         perform memsub._require_tenant_id();  -- 42501 without a context or with one not set by set_context
         return;
     end if;
-    if p_refresh_ttl and item.ttl_minutes is not null then
+    -- A read-only transaction (a hot standby's) cannot restart it: the item is returned as it is.
+    if p_refresh_ttl and item.ttl_minutes is not null
+       and not pg_catalog.current_setting('transaction_read_only')::boolean then
         update memsub.langgraph_store_items i
            set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
          where i.tenant_id = tenant and i.namespace_key = item.namespace_key and i.key = item.key;
@@ -8691,7 +8698,7 @@ $$;
 
 ALTER FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean) IS 'The live (unexpired) LangGraph store item at namespace and key of the context tenant, or no row; p_refresh_ttl restarts its time to live.';
+COMMENT ON FUNCTION memsub.langgraph_store_get(p_namespace text[], p_key text, p_refresh_ttl boolean) IS 'The live (unexpired) LangGraph store item at namespace and key of the context tenant, or no row; p_refresh_ttl restarts its time to live, except in a read-only transaction (a hot standby).';
 
 CREATE FUNCTION memsub.langgraph_store_list_namespaces(p_prefix text[] DEFAULT NULL::text[], p_suffix text[] DEFAULT NULL::text[], p_max_depth integer DEFAULT NULL::integer, p_limit integer DEFAULT 100, p_offset integer DEFAULT 0) RETURNS TABLE(namespace text[])
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -8958,7 +8965,7 @@ begin
     if cardinality(found) = 0 then
         perform memsub._require_tenant_id();  -- 42501 without a context or with one not set by set_context
     end if;
-    if p_refresh_ttl and expiring then
+    if p_refresh_ttl and expiring and not pg_catalog.current_setting('transaction_read_only')::boolean then
         update memsub.langgraph_store_items i
            set expires_at = now() + make_interval(secs => i.ttl_minutes * 60)
           from unnest(found) p
@@ -8974,7 +8981,7 @@ $_$;
 
 ALTER FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product; a stored vector without a cosine distance scores NULL), else newest first; p_refresh_ttl restarts the time to live of what is returned. 22023 (distance_type) for another distance, 22023 (filter) for an unknown filter operator, whatever the items; 22023 (query_embedding) for a query without a usable norm (a zero vector, or squares beyond single precision); 22023 for a limit or offset below 0, 54000 for a limit over max_rows (naming limit).';
+COMMENT ON FUNCTION memsub.langgraph_store_search(p_namespace_prefix text[], p_filter jsonb, p_query_embedding public.vector, p_limit integer, p_offset integer, p_refresh_ttl boolean, p_distance text) IS 'Live LangGraph store items of the context tenant under a namespace prefix that match p_filter: by score against p_query_embedding when given (the best of the item''s indexed fields; p_distance cosine: 1 - cosine distance, l2: minus the Euclidean distance, inner_product: the inner product; a stored vector without a cosine distance scores NULL), else newest first; p_refresh_ttl restarts the time to live of what is returned (not in a read-only transaction: a hot standby). 22023 (distance_type) for another distance, 22023 (filter) for an unknown filter operator, whatever the items; 22023 (query_embedding) for a query without a usable norm (a zero vector, or squares beyond single precision); 22023 for a limit or offset below 0, 54000 for a limit over max_rows (naming limit).';
 
 CREATE FUNCTION memsub.langgraph_store_sweep() RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
@@ -10869,7 +10876,7 @@ $$;
 
 ALTER FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) IS 'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, task (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing), and (require_tags) at least one shared tag. An empty list of types, or of tags with require_tags, is refused (22023; NULL filters nothing). record_access logs each result and counts it; query_text is recorded with that log only, never matched.';
+COMMENT ON FUNCTION memsub.retrieve_reflections(p_query public.vector, p_tags text[], p_k integer, p_reflection_types text[], p_min_priority text, p_task_id text, p_require_tags boolean, p_record_access boolean, p_query_text text, p_agent_id text) IS 'Lessons relevant to a task: the k visible, unexpired reflections with the best score = 0.6 similarity to the query vector + 0.2 tag overlap with tags + 0.2 priority, filtered by reflection types, minimum priority, task (its id read as stored: trimmed, each run of whitespace one space; a blank id filters nothing), and (require_tags) at least one shared tag. An empty list of types, or of tags with require_tags, is refused (22023; NULL filters nothing). record_access logs each result and counts it (not in a read-only transaction, such as a hot standby''s: access_id NULL); query_text is recorded with that log only, never matched.';
 
 CREATE FUNCTION memsub.revoke_api_key(p_key_id text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -11104,7 +11111,7 @@ $$;
 
 ALTER FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k, or the larger one memsub.tune_search found reaching the recall goal) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); NULL otherwise.';
+COMMENT ON FUNCTION memsub.semantic_search(p_query public.vector, p_k integer, p_embedding_type text, p_thread_id uuid, p_tags text[], p_packet_type text, p_since timestamp with time zone, p_until timestamp with time zone, p_min_importance double precision, p_rank_by text, p_record_access boolean, p_query_text text, p_agent_id text, p_mode text, p_ef_search integer, p_max_scan_tuples integer, p_with_packets boolean) IS 'The k visible embeddings of one type nearest to the query (cosine distance), with their packet''s importance and combined score (memsub.combined_score). Filters on the packet: thread, tags (all of them), packet_type, time window [since, until), min_importance. rank_by distance (default) or combined (re-ranks the 4k nearest). mode auto (default) chooses per call between the exact scan and the HNSW walk by cost and measured recall (memsub._search_strategy); exact always scans exactly (recall 1); approximate always walks the index. A walk that finds fewer than k rows falls back to the exact scan; method says which one answered. ef_search (default derived from the tenant''s share of the index and k, or the larger one memsub.tune_search found reaching the recall goal) and max_scan_tuples (default 20000) bound the walk; the settings return to their values after the call. record_access logs each result in memory_access_log (access_id) and counts it on its packet, but in a read-only transaction (a hot standby): nothing is recorded there, access_id NULL. with_packets fills the packet column with each hit''s packet as memsub.get_packets returns it (a packet_store row as JSON, envelope vectors put back); NULL otherwise.';
 
 CREATE FUNCTION memsub.session_append_event(p_session_id text, p_event jsonb, p_state_delta jsonb DEFAULT NULL::jsonb) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
