@@ -451,6 +451,23 @@ def test_bad_signed_contexts_are_refused_naming_the_field(seeded, logins, signin
         assert conn.execute("select memsub.current_tenant_id()").fetchone() == (None,)
 
 
+def test_a_refused_token_cannot_write_lines_of_its_own_into_the_message(seeded, logins, signing_key):
+    """An unauthenticated caller chooses a token's kid and login claims; the refusal quotes them as JSON strings,
+    so a newline (a fake line in the server log, which records every error's message) stays escaped, and a long
+    claim is cut."""
+    svc = logins.create()
+    forged = "gateway-9\nLOG:  connection authorized: user=postgres"
+    unknown_key = mint_context_token(b"k" * 32, forged, TENANT_B, ttl_seconds=60)
+    other_login = mint_context_token(signing_key, "gateway-1", TENANT_B, ttl_seconds=60, login=forged + "x" * 500)
+    with logins.connect(svc) as conn:
+        for token, field in ((unknown_key, "kid"), (other_login, "login")):
+            error = refused(conn, "select memsub.set_context_signed(%s)", [token], "28000")
+            message = error.diag.message_primary or ""
+            assert error.diag.column_name == field
+            assert "\n" not in message and "\\nLOG:" in message, message
+            assert len(message) < 300, message
+
+
 def test_signing_keys_are_managed_by_platform_admins_only(db):
     with db.connect("app") as conn:
         refused(conn, "select memsub.set_context_signing_key(%s, %s)", ["k", KEY])
