@@ -11590,7 +11590,9 @@ begin
     expected := memsub._context_mac(v_key_id, parts[1]);
     if expected is null
        or not exists (select from memsub.context_keys k where k.key_id = v_key_id and k.purpose = 'token') then
-        raise exception 'memsub.set_context_signed: unknown signing key "%"', v_key_id
+        -- The claims are the caller's, unauthenticated: quoted as JSON (a newline stays escaped in the server
+        -- log, which records the message) and cut to 64 characters.
+        raise exception 'memsub.set_context_signed: unknown signing key %', pg_catalog.to_json(pg_catalog.left(v_key_id, 64))
             using errcode = '28000', column = 'kid';
     end if;
     if expected is distinct from memsub._base64url_decode(parts[2], 'token') then
@@ -11602,7 +11604,8 @@ begin
             using errcode = '28000', column = 'exp';
     end if;
     if claims ? 'login' and claims ->> 'login' is distinct from session_user::text then
-        raise exception 'memsub.set_context_signed: the token is for login %, not %', claims ->> 'login', session_user
+        raise exception 'memsub.set_context_signed: the token is for login %, not %',
+            pg_catalog.to_json(pg_catalog.left(claims ->> 'login', 64)), pg_catalog.to_json(session_user::text)
             using errcode = '28000', column = 'login';
     end if;
     begin
