@@ -106,16 +106,70 @@ comment on function memsub._check_graph_node(text, text, text) is
     'The id of a graph node of a type: Entity (any name, trimmed), Episode (a visible session id), Document (a '
     'visible document version id), Memory (a visible memory entry id); 23503 naming the field when missing.';
 
+-- A version superseded by a transaction that has not committed yet looks current to everyone else. The edge writers
+-- and the superseders therefore meet on the version's row: an edge writer share-locks it before it looks whether the
+-- version was superseded, and a superseder holds it locked against that (document_ingest updates the old version's
+-- row; a memory write locks the version it replaces, memsub._store_memory_version). Whichever comes second waits for
+-- the other to end and then sees what it did: the edge writer its supersession (and refuses the edge), the
+-- superseder the new edge (and closes it, memsub._close_node_edges). Share locks do not conflict with each other, so
+-- edges to one version are drawn side by side. Owned by memsub_retrieval_owner (BYPASSRLS) because a reader may
+-- draw an edge to a version it cannot change (an organization's edge to a tenant-wide document, an app: memory), and
+-- row-level security would hide such a row from a locking read; the UPDATE privilege on one column is what a
+-- locking read needs, and this function changes nothing. Executable only by memsub_owner, whose callers pass their
+-- context's tenant.
+create or replace function memsub._lock_graph_node(p_tenant uuid, p_node_type text, p_node uuid,
+                                                   p_superseding boolean default false)
+returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    -- Under REPEATABLE READ and SERIALIZABLE a statement after the wait still reads the transaction's snapshot, so
+    -- it would not see what the other did; and locking a row another transaction changed after the snapshot (an
+    -- access, memsub.memory_touch) fails with 40001 although no version was written. Only READ COMMITTED locks.
+    if current_setting('transaction_isolation') <> 'read committed' then
+        return;
+    end if;
+    if p_node_type = 'Document' then
+        if p_superseding then
+            perform from memsub.document_index d where d.tenant_id = p_tenant and d.id = p_node for no key update;
+        else
+            perform from memsub.document_index d where d.tenant_id = p_tenant and d.id = p_node for share;
+        end if;
+    elsif p_node_type = 'Memory' then
+        if p_superseding then
+            perform from memsub.memory_entries m where m.tenant_id = p_tenant and m.id = p_node for no key update;
+        else
+            perform from memsub.memory_entries m where m.tenant_id = p_tenant and m.id = p_node for share;
+        end if;
+    end if;
+end
+$$;
+alter function memsub._lock_graph_node(uuid, text, uuid, boolean) owner to memsub_retrieval_owner;
+comment on function memsub._lock_graph_node(uuid, text, uuid, boolean) is
+    'Internal: locks the row of a Document or Memory node (a document version, a memory entry version) of the '
+    'tenant until the transaction ends: FOR SHARE for a writer of an edge naming it, FOR NO KEY UPDATE '
+    '(p_superseding) for a writer superseding it, so that each waits for the other and then sees what it did. '
+    'Other node types, and transactions not under READ COMMITTED: nothing. Owned by memsub_retrieval_owner (BYPASSRLS): the row is locked whoever may change '
+    'it. Executable only by memsub_owner, whose callers pass their context''s tenant.';
+grant select, update (superseded_at) on memsub.document_index to memsub_retrieval_owner;
+grant update (is_deleted) on memsub.memory_entries to memsub_retrieval_owner;
+grant execute on function memsub._lock_graph_node(uuid, text, uuid, boolean) to memsub_owner;
+
 create or replace function memsub._refuse_superseded_node(p_type text, p_id text, p_field text,
                                                           p_until timestamptz)
 returns void
-language plpgsql stable security invoker
+language plpgsql volatile security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
     v_superseded timestamptz;
 begin
-    -- p_id is the node's id as memsub._check_graph_node returned it: a visible version's id.
+    -- p_id is the node's id as memsub._check_graph_node returned it: a visible version's id. Its row is locked
+    -- first (a supersession not yet committed is waited for), and read by the next statement, which sees it.
+    if p_type in ('Document', 'Memory') then
+        perform memsub._lock_graph_node((select memsub.current_tenant_id()), p_type, p_id::uuid);
+    end if;
     if p_type = 'Document' then
         select d.superseded_at into v_superseded from memsub.document_index d
          where d.tenant_id = (select memsub.current_tenant_id()) and d.id = p_id::uuid;
@@ -139,7 +193,9 @@ comment on function memsub._refuse_superseded_node(text, text, text, timestamptz
     'Internal: 55000 naming the field when a Document or Memory node is a superseded version (a document version '
     'replaced by a newer one, a memory entry version followed by another or by its deletion) and the edge window, '
     'ending at p_until (NULL: open), would still hold after it was superseded: memsub._close_node_edges closed its '
-    'edges then, and a new one would read as current. Other node types pass.';
+    'edges then, and a new one would read as current. The node''s row is share-locked first '
+    '(memsub._lock_graph_node): a supersession not yet committed is waited for, and then refuses the edge. Other '
+    'node types pass.';
 
 -- Edges ------------------------------------------------------------------------------------------------------------
 

@@ -207,6 +207,12 @@ begin
                 v_current);
         end if;
 
+        -- The version this one supersedes is locked first: an edge drawn to it by a transaction still open is
+        -- waited for, and closed below; one drawn after this lock waits for this transaction and is refused
+        -- (memsub._lock_graph_node).
+        if v_superseded is not null then
+            perform memsub._lock_graph_node(v_tenant, 'Memory', v_superseded, true);
+        end if;
         insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
                                                  version, is_deleted, metadata, session_id, embedding)
         values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
