@@ -97,6 +97,36 @@ select 'refresh_memory_view', pg_catalog.hashtextextended(v.name, 0)
   from pg_catalog.unnest(memsub._memory_view_names()) as v(name)
     on conflict do nothing;
 
+-- A run_id names one run's rows in the log, so one the log already has is refused. Two runs given the same new id
+-- at once would both find none (neither has committed a row yet): a run given its id therefore holds the id's lock
+-- until its first view's row is committed (the procedure's first COMMIT), and a second run of that id waits for it
+-- and then finds that row. The lock's row is deleted as soon as it is locked: a deleted row stays locked until the
+-- transaction ends, and no row is left behind per run.
+create or replace function memsub._claim_refresh_run(p_run_id uuid)
+returns uuid
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if p_run_id is null then
+        return gen_random_uuid();
+    end if;
+    perform memsub._take_maintenance_lock('refresh_memory_views_run', p_run_id::text);
+    delete from memsub.maintenance_lock l
+     where l.task = 'refresh_memory_views_run' and l.lock_key = hashtextextended(p_run_id::text, 0);
+    -- A statement after the lock: it reads what a run that held it committed.
+    if exists (select from memsub.memory_view_refresh_log l where l.run_id = p_run_id) then
+        raise exception 'field "run_id": run % is already in memsub.memory_view_refresh_log; give a new one or NULL',
+            p_run_id using errcode = '23505', column = 'run_id';
+    end if;
+    return p_run_id;
+end
+$$;
+comment on function memsub._claim_refresh_run(uuid) is
+    'Internal (memsub.refresh_memory_views): the run_id of a new run, a new one for NULL. A given run_id the log '
+    'already has is refused (23505 naming run_id); a run of the same id that has not committed its first view yet '
+    'is waited for (until the caller''s transaction ends, this one holds the id), then refused alike.';
+
 -- A procedure that commits cannot carry a SET clause (PostgreSQL refuses transaction control there), so it
 -- cannot pin search_path and sees the caller's, where pg_temp comes first unless named. It is therefore
 -- SECURITY INVOKER (it never runs with more rights than its caller) and qualifies every name it uses, types
@@ -112,13 +142,10 @@ declare
     v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
     v_failed  pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
-    -- A run_id names one run's rows in the log: one the log already has would mix two runs (a concurrent call
-    -- given the same new id is not caught: the caller's ids are its own to keep apart).
-    if exists (select from memsub.memory_view_refresh_log l where l.run_id operator(pg_catalog.=) refresh_memory_views.run_id) then
-        raise exception 'field "run_id": run % is already in memsub.memory_view_refresh_log; give a new one or NULL',
-            run_id using errcode = '23505', column = 'run_id';
-    end if;
-    run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
+    -- A run_id names one run's rows in the log: one the log already has, or a concurrent run of the same id has,
+    -- is refused before any view is refreshed. The first transaction (until the first COMMIT below, after the
+    -- first view's row) holds the id.
+    run_id := memsub._claim_refresh_run(run_id);
     foreach v_name in array memsub._memory_view_names() loop
         select r.status, r.error into v_status, v_error from memsub._refresh_memory_view(v_name, run_id) r;
         if v_status operator(pg_catalog.=) 'skipped' then
@@ -140,8 +167,8 @@ end
 $$;
 comment on procedure memsub.refresh_memory_views(pg_catalog.uuid) is
     'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the '
-    'run_id of their rows in memory_view_refresh_log (a run_id given that the log already has: 23505 naming '
-    'run_id, nothing refreshed). A view another refresh is working on is logged as skipped '
+    'run_id of their rows in memory_view_refresh_log (a run_id given that the log already has, or that a run '
+    'started at the same time has: 23505 naming run_id, nothing refreshed). A view another refresh is working on is logged as skipped '
     'and a WARNING names the skipped views; a view whose refresh failed is logged as error and a WARNING names it '
     'with the error. Call it outside a transaction block: '
     'CALL memsub.refresh_memory_views().';
@@ -322,6 +349,7 @@ grant select on memsub.tenant_agent_recent_important, memsub.tenant_entity_graph
     memsub.tenant_high_confidence_facts, memsub.tenant_reflection_patterns
     to memsub_app, memsub_analyst;
 grant select on memsub.memory_view_refresh_log to memsub_analyst, memsub_platform_admin;
+grant execute on function memsub._claim_refresh_run(uuid) to memsub_platform_admin;
 grant execute on function memsub._refresh_memory_view(text, uuid) to memsub_platform_admin;
 -- The view list is read by _refresh_memory_view (as the views' owner) and by refresh_memory_views (as its caller).
 grant execute on function memsub._memory_view_names() to memsub_view_owner, memsub_platform_admin;

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import uuid
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -19,7 +20,7 @@ from memsub.connection import lift_run_timeouts, restore_run_timeouts
 from memsub.maintain import run_round
 
 from doc_helpers import tenant_session
-from helpers import TENANT_A, TENANT_B, set_context, wait_until, write
+from helpers import TENANT_A, TENANT_B, blocked_call, set_context, started_call, wait_until, write
 from layer_helpers import populate
 
 TENANT_VIEWS = ["tenant_agent_recent_important", "tenant_entity_graph", "tenant_high_confidence_facts",
@@ -405,6 +406,33 @@ def test_a_run_id_already_logged_is_refused_so_no_two_runs_share_one(db):
     with db.connect() as conn:
         assert conn.execute("select run_id, count(*) from memsub.memory_view_refresh_log group by run_id"
                             ).fetchall() == [(run_id, 4)]
+
+
+def test_two_runs_given_one_new_run_id_at_once_refresh_as_one_and_refuse_the_other(db):
+    """Two calls given the same new run_id at once both passed the check (neither had logged a view yet) and both
+    logged their views under it. The second now waits for the first run's first view to be logged, and is refused
+    as a reuse is (23505 naming run_id), having logged nothing."""
+    run_id = uuid.uuid4()
+    with (db.connect(autocommit=True) as blocker, db.connect("platform_admin", autocommit=True) as first,
+          db.connect("platform_admin", autocommit=True) as second):
+        blocker.execute("begin")
+        blocker.execute("lock table memsub.packet_store in access exclusive mode")  # what the first view reads
+        one = blocked_call(db, first, lambda: first.execute("call memsub.refresh_memory_views(%s)", [run_id]))
+        other = started_call(db, second, lambda: second.execute("call memsub.refresh_memory_views(%s)", [run_id]))
+        blocker.execute("commit")
+        one.join()
+        other.join()
+    assert one.error is None, one.error
+    assert isinstance(other.error, psycopg.errors.UniqueViolation), other.error or "both runs went through"
+    assert other.error.diag.column_name == "run_id" and str(run_id) in str(other.error)
+    with db.connect() as conn:
+        logged = conn.execute("select view_name, status from memsub.memory_view_refresh_log where run_id = %s "
+                              "order by started_at", [run_id]).fetchall()
+        left = conn.execute("select count(*) from memsub.maintenance_lock where task = 'refresh_memory_views_run'"
+                            ).fetchone()
+    assert logged == [("mv_agent_recent_important", "ok"), ("mv_entity_graph", "ok"),
+                      ("mv_high_confidence_facts", "ok"), ("mv_reflection_patterns", "ok")]
+    assert left == (0,)  # the id's lock leaves no row behind
 
 
 def test_a_packet_dated_after_the_refresh_scores_as_recent_as_now_not_more(db):
