@@ -328,7 +328,8 @@ def text_or_none(value: UUID | str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Shape(Generic[T]):
-    """How rows decode: the columns to select (None: all) and the function that builds the result."""
+    """How rows decode: the columns to select (None: all; none, ``()``: no column, the call is run for its
+    effect) and the function that builds the result."""
 
     columns: Sequence[str] | None
     decode: Callable[[list[Row]], T]
@@ -368,8 +369,10 @@ def raw() -> Shape[list[Row]]:
 
 
 def nothing() -> Shape[None]:
-    """No result: the statement is run for its effect (a context, an authentication)."""
-    return Shape(None, lambda _: None)
+    """No result: the statement is run for its effect (a context, an authentication). A function's call reads no
+    column of its result (``select from``): ``select *`` would fail once on each pooled connection with "cached
+    plan must not change result type" after an upgrade changes what the function returns."""
+    return Shape((), lambda _: None)
 
 
 def _single(found: list[Row]) -> Row:
@@ -618,6 +621,8 @@ def _function_statement(name: str, arguments: tuple[tuple[str, str], ...],
         statement: sql.Composed = sql.SQL("select {} as value").format(target)
     elif columns is None:
         statement = sql.SQL("select * from {}").format(target)
+    elif not columns:  # run for its effect: whatever the function returns, the statement's result stays the same
+        statement = sql.SQL("select from {}").format(target)
     else:
         statement = sql.SQL("select {} from {}").format(
             sql.SQL(", ").join(sql.Identifier(column) for column in columns), target)
@@ -692,7 +697,7 @@ def set_context(tenant_id: UUID | str | None, org_id: UUID | str | None, user_id
 
 def set_context_signed(token: str) -> Call[None]:
     """memsub.set_context_signed for this transaction."""
-    return query("select memsub.set_context_signed(%(token)s)", {"token": token}, nothing())
+    return query("select from memsub.set_context_signed(%(token)s)", {"token": token}, nothing())
 
 
 # --- times on a connection ------------------------------------------------------------------------------------

@@ -146,6 +146,42 @@ def test_an_adapter_reads_a_function_whose_result_gains_a_column_after_the_upgra
     assert len(anyio.run(scenario)) == 1
 
 
+_SET_CONTEXT = "create or replace function memsub.set_context(\n"
+_SET_CONTEXT_END = "\nend\n$$;\ncomment on function memsub.set_context("
+
+
+def _sql_where_set_context_returns_a_value(tmp_path: Path) -> Path:
+    """The shipped sql/ where memsub.set_context returns the tenant instead of nothing: an upgrade that changes
+    the result of a function the client calls for its effect (dropped and created again, as sql/ does for a
+    changed result)."""
+    repeatables = tmp_path / "sql"
+    shutil.copytree(resources.repeatables_dir(), repeatables)
+    target = repeatables / "015_identity_binding.sql"
+    text = target.read_text()
+    assert text.count(_SET_CONTEXT) == 1 and text.count(_SET_CONTEXT_END) == 1
+    start, end = text.index(_SET_CONTEXT), text.index(_SET_CONTEXT_END)
+    body = (text[start:end].replace(") returns void\n", ") returns uuid\n", 1).replace("return;", "return p_tenant_id;")
+            + "\n    return p_tenant_id;")
+    target.write_text(text[:start] + "drop function if exists memsub.set_context(uuid, uuid, uuid, text[], text);\n"
+                      + body + text[end:])
+    return repeatables
+
+
+def test_a_context_is_set_after_an_upgrade_that_changes_what_set_context_returns(db: Any, tmp_path: Path
+                                                                                   ) -> None:
+    """Every session of the client starts with memsub.set_context, a call for its effect that read ``select *``:
+    once an upgrade changed what the function returns, the statement each pooled connection had prepared failed
+    there once ("cached plan must not change result type"). It now reads no column of the result."""
+    with Substrate(db.dsn("app"), min_size=1, max_size=1, prepare_threshold=0) as substrate:
+        with substrate.tenant(TENANT_A, user_id=USER) as session:
+            created = session.sessions.create(app_name="upgrade")
+        report = Migrator(db.dsn(), repeatables_path=_sql_where_set_context_returns_a_value(tmp_path)).migrate()
+        assert report.repeatables_applied
+        for per_call in (False, True):
+            with substrate.tenant(TENANT_A, user_id=USER, per_call=per_call) as session:
+                assert session.sessions.get(created.id) is not None
+
+
 def _statements_of(module: Any) -> list[str]:
     return [value for name, value in vars(module).items() if name.isupper() and isinstance(value, str)
             and "memsub." in value]
