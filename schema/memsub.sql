@@ -1705,6 +1705,30 @@ ALTER FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integ
 
 COMMENT ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) IS 'Keyword leg over document chunks that carry no vector (documents ingested without an embedder): the caller''s chunks of latest document versions matching the query (websearch syntax, english), best first by ts_rank_cd. Security invoker: row-level security of document_chunks applies (the GIN index serves owners and analysts only; chunks are few next to embeddings).';
 
+CREATE FUNCTION memsub._claim_refresh_run(p_run_id uuid) RETURNS uuid
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if p_run_id is null then
+        return gen_random_uuid();
+    end if;
+    perform memsub._take_maintenance_lock('refresh_memory_views_run', p_run_id::text);
+    delete from memsub.maintenance_lock l
+     where l.task = 'refresh_memory_views_run' and l.lock_key = hashtextextended(p_run_id::text, 0);
+    -- A statement after the lock: it reads what a run that held it committed.
+    if exists (select from memsub.memory_view_refresh_log l where l.run_id = p_run_id) then
+        raise exception 'field "run_id": run % is already in memsub.memory_view_refresh_log; give a new one or NULL',
+            p_run_id using errcode = '23505', column = 'run_id';
+    end if;
+    return p_run_id;
+end
+$$;
+
+ALTER FUNCTION memsub._claim_refresh_run(p_run_id uuid) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._claim_refresh_run(p_run_id uuid) IS 'Internal (memsub.refresh_memory_views): the run_id of a new run, a new one for NULL. A given run_id the log already has is refused (23505 naming run_id); a run of the same id that has not committed its first view yet is waited for (until the caller''s transaction ends, this one holds the id), then refused alike.';
+
 CREATE FUNCTION memsub._close_node_edges(p_tenant uuid, p_node_type text, p_node uuid) RETURNS integer
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3285,6 +3309,37 @@ ALTER FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count integer,
 
 COMMENT ON FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) IS 'Internal: links each chunk of a document version to its nearest chunks (at most count, cosine distance at most max_distance) of the latest versions of other paths, in both directions (document_chunks.neighbors). A chunk names only chunks every reader of it may see: tenant-wide ones, or its own organization''s (an organization''s chunk near a tenant-wide one is linked one way). Returns the number of links found. Called by memsub.document_ingest.';
 
+CREATE FUNCTION memsub._lock_graph_node(p_tenant uuid, p_node_type text, p_node uuid, p_superseding boolean DEFAULT false) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    -- Under REPEATABLE READ and SERIALIZABLE a statement after the wait still reads the transaction's snapshot, so
+    -- it would not see what the other did; and locking a row another transaction changed after the snapshot (an
+    -- access, memsub.memory_touch) fails with 40001 although no version was written. Only READ COMMITTED locks.
+    if current_setting('transaction_isolation') <> 'read committed' then
+        return;
+    end if;
+    if p_node_type = 'Document' then
+        if p_superseding then
+            perform from memsub.document_index d where d.tenant_id = p_tenant and d.id = p_node for no key update;
+        else
+            perform from memsub.document_index d where d.tenant_id = p_tenant and d.id = p_node for share;
+        end if;
+    elsif p_node_type = 'Memory' then
+        if p_superseding then
+            perform from memsub.memory_entries m where m.tenant_id = p_tenant and m.id = p_node for no key update;
+        else
+            perform from memsub.memory_entries m where m.tenant_id = p_tenant and m.id = p_node for share;
+        end if;
+    end if;
+end
+$$;
+
+ALTER FUNCTION memsub._lock_graph_node(p_tenant uuid, p_node_type text, p_node uuid, p_superseding boolean) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._lock_graph_node(p_tenant uuid, p_node_type text, p_node uuid, p_superseding boolean) IS 'Internal: locks the row of a Document or Memory node (a document version, a memory entry version) of the tenant until the transaction ends: FOR SHARE for a writer of an edge naming it, FOR NO KEY UPDATE (p_superseding) for a writer superseding it, so that each waits for the other and then sees what it did. Other node types, and transactions not under READ COMMITTED: nothing. Owned by memsub_retrieval_owner (BYPASSRLS): the row is locked whoever may change it. Executable only by memsub_owner, whose callers pass their context''s tenant.';
+
 CREATE FUNCTION memsub._lock_packet_threads(p_tenant uuid, p_threads uuid[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -4408,13 +4463,17 @@ ALTER FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) OWNER TO 
 COMMENT ON FUNCTION memsub._refresh_memory_view(p_view text, p_run_id uuid) IS 'Refreshes one memsub materialized view (CONCURRENTLY once populated) and logs method, duration, rows and any error in memory_view_refresh_log. A view another transaction is refreshing is logged as skipped (method none), with the holder in error; one whose holder has finished by the time it is looked up is locked and refreshed. Lock waits are bounded (lock_timeout 1 min). Runs as memsub_view_owner, the views'' owner.';
 
 CREATE FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) RETURNS void
-    LANGUAGE plpgsql STABLE
+    LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 declare
     v_superseded timestamptz;
 begin
-    -- p_id is the node's id as memsub._check_graph_node returned it: a visible version's id.
+    -- p_id is the node's id as memsub._check_graph_node returned it: a visible version's id. Its row is locked
+    -- first (a supersession not yet committed is waited for), and read by the next statement, which sees it.
+    if p_type in ('Document', 'Memory') then
+        perform memsub._lock_graph_node((select memsub.current_tenant_id()), p_type, p_id::uuid);
+    end if;
     if p_type = 'Document' then
         select d.superseded_at into v_superseded from memsub.document_index d
          where d.tenant_id = (select memsub.current_tenant_id()) and d.id = p_id::uuid;
@@ -4437,7 +4496,7 @@ $$;
 
 ALTER FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) IS 'Internal: 55000 naming the field when a Document or Memory node is a superseded version (a document version replaced by a newer one, a memory entry version followed by another or by its deletion) and the edge window, ending at p_until (NULL: open), would still hold after it was superseded: memsub._close_node_edges closed its edges then, and a new one would read as current. Other node types pass.';
+COMMENT ON FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) IS 'Internal: 55000 naming the field when a Document or Memory node is a superseded version (a document version replaced by a newer one, a memory entry version followed by another or by its deletion) and the edge window, ending at p_until (NULL: open), would still hold after it was superseded: memsub._close_node_edges closed its edges then, and a new one would read as current. The node''s row is share-locked first (memsub._lock_graph_node): a supersession not yet committed is waited for, and then refuses the edge. Other node types pass.';
 
 CREATE FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
@@ -5142,6 +5201,12 @@ begin
                 v_current);
         end if;
 
+        -- The version this one supersedes is locked first: an edge drawn to it by a transaction still open is
+        -- waited for, and closed below; one drawn after this lock waits for this transaction and is refused
+        -- (memsub._lock_graph_node).
+        if v_superseded is not null then
+            perform memsub._lock_graph_node(v_tenant, 'Memory', v_superseded, true);
+        end if;
         insert into memsub.memory_entries as m (tenant_id, org_id, user_id, namespace, key, value, memory_type,
                                                  version, is_deleted, metadata, session_id, embedding)
         values (v_tenant, memsub.current_org_id(), memsub.current_user_id(), p_namespace, p_key,
@@ -10767,13 +10832,10 @@ declare
     v_skipped pg_catalog.text[] := '{}'::pg_catalog.text[];
     v_failed  pg_catalog.text[] := '{}'::pg_catalog.text[];
 begin
-    -- A run_id names one run's rows in the log: one the log already has would mix two runs (a concurrent call
-    -- given the same new id is not caught: the caller's ids are its own to keep apart).
-    if exists (select from memsub.memory_view_refresh_log l where l.run_id operator(pg_catalog.=) refresh_memory_views.run_id) then
-        raise exception 'field "run_id": run % is already in memsub.memory_view_refresh_log; give a new one or NULL',
-            run_id using errcode = '23505', column = 'run_id';
-    end if;
-    run_id := coalesce(run_id, pg_catalog.gen_random_uuid());
+    -- A run_id names one run's rows in the log: one the log already has, or a concurrent run of the same id has,
+    -- is refused before any view is refreshed. The first transaction (until the first COMMIT below, after the
+    -- first view's row) holds the id.
+    run_id := memsub._claim_refresh_run(run_id);
     foreach v_name in array memsub._memory_view_names() loop
         select r.status, r.error into v_status, v_error from memsub._refresh_memory_view(v_name, run_id) r;
         if v_status operator(pg_catalog.=) 'skipped' then
@@ -10796,7 +10858,7 @@ $$;
 
 ALTER PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) OWNER TO memsub_owner;
 
-COMMENT ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) IS 'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the run_id of their rows in memory_view_refresh_log (a run_id given that the log already has: 23505 naming run_id, nothing refreshed). A view another refresh is working on is logged as skipped and a WARNING names the skipped views; a view whose refresh failed is logged as error and a WARNING names it with the error. Call it outside a transaction block: CALL memsub.refresh_memory_views().';
+COMMENT ON PROCEDURE memsub.refresh_memory_views(INOUT run_id uuid) IS 'Refreshes the four materialized views, one transaction each (memsub._refresh_memory_view), and returns the run_id of their rows in memory_view_refresh_log (a run_id given that the log already has, or that a run started at the same time has: 23505 naming run_id, nothing refreshed). A view another refresh is working on is logged as skipped and a WARNING names the skipped views; a view whose refresh failed is logged as error and a WARNING names it with the error. Call it outside a transaction block: CALL memsub.refresh_memory_views().';
 
 CREATE FUNCTION memsub.retrieve_reflections(p_query public.vector DEFAULT NULL::public.vector, p_tags text[] DEFAULT NULL::text[], p_k integer DEFAULT 5, p_reflection_types text[] DEFAULT NULL::text[], p_min_priority text DEFAULT 'low'::text, p_task_id text DEFAULT NULL::text, p_require_tags boolean DEFAULT false, p_record_access boolean DEFAULT false, p_query_text text DEFAULT NULL::text, p_agent_id text DEFAULT NULL::text) RETURNS TABLE(reflection_id uuid, reflection_type text, content text, tags text[], priority text, confidence double precision, distance double precision, tag_overlap double precision, score double precision, access_id uuid)
     LANGUAGE plpgsql
@@ -17181,6 +17243,9 @@ REVOKE ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_lim
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._chunk_keyword_candidates(p_query_text text, p_limit integer) TO memsub_analyst;
 
+REVOKE ALL ON FUNCTION memsub._claim_refresh_run(p_run_id uuid) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._claim_refresh_run(p_run_id uuid) TO memsub_platform_admin;
+
 REVOKE ALL ON FUNCTION memsub._close_node_edges(p_tenant uuid, p_node_type text, p_node uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._close_node_edges(p_tenant uuid, p_node_type text, p_node uuid) TO memsub_owner;
 
@@ -17203,8 +17268,11 @@ REVOKE ALL ON FUNCTION memsub.document_mimes() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.document_mimes() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.document_mimes() TO memsub_analyst;
 
+GRANT SELECT ON TABLE memsub.document_index TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.document_index TO memsub_app;
 GRANT SELECT ON TABLE memsub.document_index TO memsub_analyst;
+
+GRANT UPDATE(superseded_at) ON TABLE memsub.document_index TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._document_index_write(p_entry memsub.document_index) FROM PUBLIC;
 
@@ -17319,6 +17387,9 @@ REVOKE ALL ON FUNCTION memsub._lineage_nodes(p_tenant_id uuid, p_packet_ids uuid
 
 REVOKE ALL ON FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count integer, p_max_distance double precision) FROM PUBLIC;
 
+REVOKE ALL ON FUNCTION memsub._lock_graph_node(p_tenant uuid, p_node_type text, p_node uuid, p_superseding boolean) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._lock_graph_node(p_tenant uuid, p_node_type text, p_node uuid, p_superseding boolean) TO memsub_owner;
+
 REVOKE ALL ON FUNCTION memsub._lock_packet_threads(p_tenant uuid, p_threads uuid[]) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._maintenance_lock_holder(p_task text, p_key text) FROM PUBLIC;
@@ -17334,6 +17405,8 @@ GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.memory_entries TO memsub_app;
 GRANT SELECT ON TABLE memsub.memory_entries TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.memory_entries TO memsub_retrieval_owner;
+
+GRANT UPDATE(is_deleted) ON TABLE memsub.memory_entries TO memsub_retrieval_owner;
 
 REVOKE ALL ON FUNCTION memsub._memory_latest_locked(p_tenant_id uuid, p_namespace text, p_key text) FROM PUBLIC;
 
