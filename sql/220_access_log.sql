@@ -3,10 +3,12 @@
 -- Operations layer: the memory access log. Recording an access also counts it on the accessed row
 -- (access_count + 1, last_accessed = now), the input of importance learning.
 --
--- An access record is as private as what it records (its target id, the query that found it): it is 'shared'
--- when its target is shared, and 'l-private', read by its accessor alone, when the target is a cursor or
--- l-private packet or embedding (memory_access_log.scope, under the standard 'user' policy). Facts and
--- reflections are read by the whole tenant or organization: their accesses are shared.
+-- An access record is as private as what it records: its target id, and the query that found it, which is the
+-- accessor's own words, and when the accessor read what. A context with a user therefore records 'l-private'
+-- rows, read by that user alone (and admins), whatever the target (memsub.memory_access_log.scope, under the
+-- standard 'user' policy). A context without a user has no one to keep them for: its record is 'shared' when its
+-- target is shared (facts and reflections always are), and 'l-private' (read by admins only) when the target is a
+-- cursor or l-private packet or embedding. record_access and the searches' memsub._record_accesses decide so.
 --
 -- Counters stay off the rows that carry HNSW-indexed vectors where the seed allows it: an access to a
 -- memory_embeddings row is counted on its packet. semantic_memory and reflection_store carry their own counters
@@ -30,6 +32,7 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
     v_packet uuid;
     v_scope  text := 'shared';  -- the target's scope
+    v_user   uuid := memsub.current_user_id();
     v_entry  memsub.memory_access_log;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -72,8 +75,8 @@ begin
     values (
         p_target_type, p_target_id, memsub._optional_text(p_agent_id), p_access_context,
         p_query_text, p_relevance_score, p_was_useful, p_feedback_reason,
-        case when v_scope = 'shared' then 'shared' else 'l-private' end,
-        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+        case when v_user is null and v_scope = 'shared' then 'shared' else 'l-private' end,
+        v_tenant, memsub.current_org_id(), v_user, memsub.current_session_id())
     returning * into v_entry;
     return v_entry;
 end
@@ -81,8 +84,9 @@ $$;
 comment on function memsub.record_access(text, uuid, text, text, text, double precision, boolean, text) is
     'Logs an access to a packet, embedding, fact or reflection (with optional relevance and usefulness feedback) '
     'and counts it on the target (access_count + 1, last_accessed); an access to a memory_embeddings row counts on '
-    'its packet. A target that does not exist or is not visible raises 23503. The record of a cursor or l-private '
-    'target is read by its accessor alone (scope l-private).';
+    'its packet. A target that does not exist or is not visible raises 23503. The record of a context with a user '
+    'is read by that user alone (scope l-private), whatever the target; that of a context without one is l-private '
+    'when the target is a cursor or l-private packet or embedding, shared otherwise.';
 
 -- The accesses of what purge_expired deletes go with it, whoever recorded them: the caller of the purge sees only
 -- its own organization's and user's records, so this runs as memsub_retrieval_owner (BYPASSRLS), for the targets

@@ -116,6 +116,7 @@ set plan_cache_mode = force_generic_plan
 as $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
+    v_user   uuid := memsub.current_user_id();
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('target_type', p_target_type, 'access_context', p_access_context,
@@ -145,14 +146,15 @@ begin
          where r.tenant_id = v_tenant and r.reflection_id = any(p_target_ids);
     end if;
     return query
-        -- Each visible target's scope (NULL: not visible); a record of a cursor or l-private one is read by its
-        -- accessor alone (sql/220_access_log.sql).
+        -- Each visible target's scope (NULL: not visible). A user's records are read by that user alone, whatever
+        -- the target; a context without a user's are shared when the target is (sql/220_access_log.sql).
         insert into memsub.memory_access_log as l (
             target_type, target_id, agent_id, access_context, query_text, relevance_score, scope,
             tenant_id, org_id, user_id, session_id)
         select p_target_type, t.id, (select memsub._optional_text(p_agent_id)), p_access_context,
-               p_query_text, t.score, case when v.scope = 'shared' then 'shared' else 'l-private' end,
-               v_tenant, (select memsub.current_org_id()), (select memsub.current_user_id()),
+               p_query_text, t.score,
+               case when v_user is null and v.scope = 'shared' then 'shared' else 'l-private' end,
+               v_tenant, (select memsub.current_org_id()), v_user,
                (select memsub.current_session_id())
           from unnest(p_target_ids, p_scores) as t(id, score)
          cross join lateral (

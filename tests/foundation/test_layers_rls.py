@@ -36,7 +36,11 @@ def _populate_everyone(db: Any) -> None:
     with db.connect("app") as conn:
         populate(conn, TENANT_A, ORG_1, USER_1, tag="a1")
         conn.commit()
-        populate(conn, TENANT_A, ORG_2, USER_2, tag="a2")
+        other_org = populate(conn, TENANT_A, ORG_2, USER_2, tag="a2")
+        conn.commit()
+        # A service of the other organization, without a user: its access record of a shared target is shared.
+        set_context(conn, TENANT_A, ORG_2)
+        call(conn, "select * from memsub.record_access('fact', %s, 'service')", [other_org["fact"]["fact_id"]])
         conn.commit()
         populate(conn, TENANT_B, None, None, tag="b")
         conn.commit()
@@ -171,8 +175,53 @@ def test_the_accesses_to_a_private_packet_are_as_private_as_the_packet(db):
         assert (private,) in hits
         mine = conn.execute("select target_type, scope from memsub.memory_access_log").fetchall()
         conn.commit()
-    assert sorted(mine) == [("embedding", "l-private"), ("packet", "l-private"), ("packet", "shared")]
-    with db.connect("app") as conn:  # another user of the organization: the shared packet's access only
+    assert sorted(mine) == [("embedding", "l-private"), ("packet", "l-private"), ("packet", "l-private")]
+    with db.connect("app") as conn:  # another user of the organization: none of them
         set_context(conn, TENANT_A, ORG_1, USER_2)
         seen = conn.execute("select target_id, query_text from memsub.memory_access_log").fetchall()
-    assert seen == [(shared, text)]
+    assert seen == []
+
+
+def test_a_users_accesses_to_shared_targets_are_read_by_that_user_alone(db):
+    """The query of a search is the searcher's own words, and who read what when is the searcher's activity: a
+    user's access records are read by that user (and admins), not by the other users of the organization, even
+    when the target is shared. A context without a user has no one to keep them for: its records of shared
+    targets stay shared."""
+    query = "symptoms of burnout"
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, USER_1)
+        shared = write(conn, {"packet_type": "note", "payload": {"n": 2},
+                              "memory": {"embeddings": [{"embedding_type": "content", "vector": json.loads(vec(0.4)),
+                                                         "chunk_text": "burnout policy of the company"}]}}
+                       )["packet_id"]
+        conn.execute("select memsub.record_access('packet', %s, 'agent-1', p_query_text => %s)", [shared, query])
+        hits = conn.execute("select packet_id from memsub.hybrid_search(%s, %s::vector, 5, p_record_access => true)",
+                            [query, vec(0.4)]).fetchall()
+        assert hits == [(shared,)]
+        conn.execute("select memsub.semantic_search(%s::vector, 5, p_record_access => true, p_query_text => %s)",
+                     [vec(0.4), query])
+        mine = conn.execute("select query_text, scope from memsub.memory_access_log").fetchall()
+        conn.commit()
+        set_context(conn, TENANT_A, ORG_1)  # a service context of the organization, without a user
+        conn.execute("select memsub.record_access('packet', %s, 'service', p_query_text => 'nightly digest')",
+                     [shared])
+        conn.commit()
+    assert mine == [(query, "l-private")] * 3
+    with db.connect("app") as conn:  # another user of the organization reads the service's record only
+        set_context(conn, TENANT_A, ORG_1, USER_2)
+        assert conn.execute("select query_text, user_id from memsub.memory_access_log").fetchall() == [
+            ("nightly digest", None)]
+        with pytest.raises(psycopg.errors.ForeignKeyViolation) as caught:  # nor gives feedback on the user's
+            conn.execute("select memsub.record_feedback(%s, false)", [_first_access(db, query)])
+    assert caught.value.diag.column_name == "access_id"
+    with db.connect("tenant_admin") as conn:  # maintenance of the tenant reads them all
+        set_context(conn, TENANT_A, roles=["tenant_admin"])
+        assert conn.execute("select count(*) from memsub.memory_access_log").fetchone() == (4,)
+
+
+def _first_access(db: Any, query: str) -> uuid.UUID:
+    with db.connect() as conn:
+        row = conn.execute("select access_id from memsub.memory_access_log where query_text = %s limit 1",
+                           [query]).fetchone()
+    assert row is not None
+    return row[0]
