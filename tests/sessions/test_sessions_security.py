@@ -178,3 +178,42 @@ def test_a_context_naming_another_users_session_writes_none_of_that_users_state(
         alice.commit()
         as_user(alice, ALICE)
         assert one(alice, "select state from memsub.sessions where id = 's1'")["state"][mine] == "casual"
+
+
+def test_the_tasks_and_agents_of_a_session_are_visible_where_the_session_is(db):
+    """A task or agent created in a session carries that session's work (its payload, result, error, an agent's
+    metadata), and a session is visible to its user, to the context naming it and to admins: another user of the
+    organization reads none of them, nor acts on them. A task or agent outside any session stays the
+    organization's. The policies task_session_access and agent_session_access guard it; dropped, Bob reads them."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1", ALICE)
+        as_user(conn, ALICE, "s1")
+        task = one(conn, "select id from memsub.task_create('diagnose', %s::jsonb, 's1')",
+                   [json.dumps({"symptom": "alice-private"})])["id"]
+        one(conn, "select memsub.agent_spawn('nurse', %s, 's1', '{\"about\": \"alice-private\"}')", [task])
+        one(conn, "select memsub.task_set_status(%s, 'running')", [task])
+        one(conn, "select memsub.task_set_status(%s, 'completed', '{\"finding\": \"alice-private\"}')", [task])
+        loose = one(conn, "select id from memsub.task_create('index', '{}')")["id"]
+        one(conn, "select memsub.agent_spawn('indexer', %s)", [loose])
+        conn.commit()
+        seen = {}
+        for name, user, session in [("alice", ALICE, None), ("context", BOB, "s1"), ("bob", BOB, "s2")]:
+            as_user(conn, user, session)
+            seen[name] = (sorted(r[0] for r in conn.execute("select id from memsub.tasks")),
+                          sorted(r[0] for r in conn.execute("select name from memsub.agents")))
+            conn.rollback()
+        as_user(conn, BOB, "s2")
+        expect_error(conn, "P0002", "task_id", "select memsub.task_set_status(%s, 'failed')", [task])
+    assert seen == {"alice": ([task, loose], ["indexer", "nurse"]), "context": ([task, loose], ["indexer", "nurse"]),
+                    "bob": ([loose], ["indexer"])}
+    with db.connect("tenant_admin") as conn:
+        as_user(conn, BOB, roles=["tenant_admin"])
+        assert conn.execute("select count(*) from memsub.tasks").fetchone() == (2,)
+        assert conn.execute("select count(*) from memsub.agents").fetchone() == (2,)
+    for table, policy in [("tasks", "task_session_access"), ("agents", "agent_session_access")]:
+        with db.connect() as superuser:
+            superuser.execute(f"drop policy {policy} on memsub.{table}")
+            superuser.commit()
+        with db.connect("app") as conn:
+            as_user(conn, BOB, "s2")
+            assert conn.execute(f"select count(*) from memsub.{table}").fetchone() == (2,)  # noqa: S608

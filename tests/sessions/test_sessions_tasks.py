@@ -250,17 +250,20 @@ def test_no_agent_is_spawned_into_a_session_that_is_not_active(db):
 
 
 def test_a_checkpoint_keeps_its_tasks_session_whoever_saves_it(db):
-    """Tasks are shared in an organization; a checkpoint another user saves of a task in Alice's session is still
-    linked to that session (and audited with it), only without a copy of a state the saver may not read."""
+    """A task of Alice's session is visible where the session is (policy task_session_access): another user whose
+    context names the session saves a checkpoint of it, still linked to that session (and audited with it); one
+    whose context does not cannot see the task at all (23503, as for a task that does not exist)."""
     with db.connect("app") as conn:
         new_session(conn, "s1", ALICE, state={"session:s1:phase": "one"})
         as_user(conn, ALICE, "s1")
         task = one(conn, "select id from memsub.task_create('t', '{}', 's1')")["id"]
         conn.commit()
         as_user(conn, BOB)
+        expect_error(conn, "23503", "task_id", "select memsub.checkpoint_save(%s, '{}')", [task])
+        as_user(conn, BOB, "s1")
         saved = one(conn, "select session_id, session_state from memsub.checkpoint_save(%s, '{}')", [task])
         conn.commit()
-    assert saved == {"session_id": "s1", "session_state": None}
+    assert saved == {"session_id": "s1", "session_state": {"session:s1:phase": "one"}}
     assert ground_truth(db, "select session_id from memsub.audit where operation = 'checkpoint_save'") == [
         {"session_id": "s1"}]
 
