@@ -1,0 +1,81 @@
+"""What rows derived from a packet or a session show to the other users and organizations of a tenant, as
+docs/security.md ("Derived rows") states it: the private content stays private, and what is tenant- or
+organization-wide by design shows only ids or what its writer asserted for everyone."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from helpers import TENANT_A, set_context, write
+from layer_helpers import vec
+
+ORG_1 = uuid.UUID("00000000-0000-0000-0001-000000000031")
+ORG_2 = uuid.UUID("00000000-0000-0000-0001-000000000032")
+ALICE = uuid.UUID("00000000-0000-0000-0002-000000000031")
+BOB = uuid.UUID("00000000-0000-0000-0002-000000000032")
+CAROL = uuid.UUID("00000000-0000-0000-0002-000000000033")
+SECRET = "quinoaplatypus"
+
+
+def _alice_writes(conn: Any) -> dict[str, Any]:
+    set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
+    thread = uuid.uuid4()
+    private = write(conn, {"packet_type": "diary", "scope": "l-private", "thread_id": str(thread),
+                           "payload": {"text": SECRET}, "tags": [SECRET],
+                           "memory": {"embeddings": [{"embedding_type": "content", "vector": json.loads(vec(0.3)),
+                                                      "chunk_text": f"{SECRET} notes"}],
+                                      "reasoning_trace": {"steps": [SECRET]}}})["packet_id"]
+    child = write(conn, {"packet_type": "note", "payload": {"text": "a summary for the team"},
+                         "lineage": {"parent_ids": [private]},
+                         "memory": {"facts": [{"subject": "team", "predicate": "meets", "object": "mondays"}]}}
+                  )["packet_id"]
+    conn.execute("select memsub.record_task_reflection('task-9', 'success', 'lesson for the organization')")
+    conn.commit()
+    return {"thread": thread, "private": private, "child": child}
+
+
+def _reads(conn: Any, made: dict[str, Any]) -> dict[str, Any]:
+    found = {}
+    for table in ("packet_store", "memory_embeddings", "reasoning_traces", "memory_access_log"):
+        found[table] = conn.execute(f"select count(*) from memsub.{table} t "  # noqa: S608
+                                    "where to_jsonb(t)::text like %s", [f"%{SECRET}%"]).fetchone()[0]
+    found["search"] = conn.execute("select count(*) from memsub.hybrid_search(%s, %s::vector, 10)",
+                                   [SECRET, vec(0.3)]).fetchone()[0]
+    found["thread"] = conn.execute("select first_packet_id from memsub.packet_threads where thread_id = %s",
+                                   [made["thread"]]).fetchall()
+    found["get_thread"] = conn.execute("select count(*) from memsub.get_thread(%s)", [made["thread"]]).fetchone()[0]
+    found["parents"] = conn.execute("select parent_ids from memsub.packet_store where packet_id = %s",
+                                    [made["child"]]).fetchall()
+    found["fact"] = conn.execute("select count(*) from memsub.knowledge_facts where subject = 'team'").fetchone()[0]
+    found["task_reflection"] = conn.execute("select count(*) from memsub.task_reflections").fetchone()[0]
+    return found
+
+
+def test_derived_rows_keep_the_scope_docs_security_states(db: Any) -> None:
+    with db.connect("app") as conn:
+        made = _alice_writes(conn)
+        set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
+        conn.execute("select memsub.hybrid_search(%s, %s::vector, 10, p_record_access => true)", [SECRET, vec(0.3)])
+        conn.commit()
+        seen = {}
+        for name, org, user in [("alice", ORG_1, ALICE), ("bob", ORG_1, BOB), ("carol", ORG_2, CAROL)]:
+            set_context(conn, TENANT_A, org, user, session=f"{name}-s")
+            seen[name] = _reads(conn, made)
+            conn.rollback()
+        set_context(conn, TENANT_A, ORG_1, BOB)  # the lineage walk never reaches a packet the reader cannot see
+        assert conn.execute("select packet_id from memsub.get_lineage(%s)", [made["child"]]).fetchall() == []
+    private = made["private"]
+    assert seen["alice"] == {"packet_store": 1, "memory_embeddings": 1, "reasoning_traces": 1,
+                             "memory_access_log": 1, "search": 1, "thread": [(private,)], "get_thread": 1,
+                             "parents": [([private],)], "fact": 1, "task_reflection": 1}
+    # Another user of the organization: no private content. By design it reads the thread's first packet id and
+    # the child's parent ids (ids, never content), the tenant-wide fact and the organization's task reflection.
+    assert seen["bob"] == {"packet_store": 0, "memory_embeddings": 0, "reasoning_traces": 0,
+                           "memory_access_log": 0, "search": 0, "thread": [(private,)], "get_thread": 0,
+                           "parents": [([private],)], "fact": 1, "task_reflection": 1}
+    # Another organization: the thread's ids and the tenant-wide fact only.
+    assert seen["carol"] == {"packet_store": 0, "memory_embeddings": 0, "reasoning_traces": 0,
+                             "memory_access_log": 0, "search": 0, "thread": [(private,)], "get_thread": 0,
+                             "parents": [], "fact": 1, "task_reflection": 0}
