@@ -4251,6 +4251,7 @@ CREATE FUNCTION memsub._record_accesses(p_target_type text, p_target_ids uuid[],
     AS $$
 declare
     v_tenant uuid := memsub._require_tenant_id();
+    v_user   uuid := memsub.current_user_id();
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
     perform memsub._check_text_limits('target_type', p_target_type, 'access_context', p_access_context,
@@ -4280,14 +4281,15 @@ begin
          where r.tenant_id = v_tenant and r.reflection_id = any(p_target_ids);
     end if;
     return query
-        -- Each visible target's scope (NULL: not visible); a record of a cursor or l-private one is read by its
-        -- accessor alone (sql/220_access_log.sql).
+        -- Each visible target's scope (NULL: not visible). A user's records are read by that user alone, whatever
+        -- the target; a context without a user's are shared when the target is (sql/220_access_log.sql).
         insert into memsub.memory_access_log as l (
             target_type, target_id, agent_id, access_context, query_text, relevance_score, scope,
             tenant_id, org_id, user_id, session_id)
         select p_target_type, t.id, (select memsub._optional_text(p_agent_id)), p_access_context,
-               p_query_text, t.score, case when v.scope = 'shared' then 'shared' else 'l-private' end,
-               v_tenant, (select memsub.current_org_id()), (select memsub.current_user_id()),
+               p_query_text, t.score,
+               case when v_user is null and v.scope = 'shared' then 'shared' else 'l-private' end,
+               v_tenant, (select memsub.current_org_id()), v_user,
                (select memsub.current_session_id())
           from unnest(p_target_ids, p_scores) as t(id, score)
          cross join lateral (
@@ -10048,7 +10050,7 @@ COMMENT ON COLUMN memsub.memory_access_log.counted_at IS 'When memsub.learn_impo
 
 COMMENT ON COLUMN memsub.memory_access_log.feedback_learned_at IS 'When memsub.learn_importance last folded this access''s feedback into the importance (learned_was_useful; NULL: not yet or no feedback).';
 
-COMMENT ON COLUMN memsub.memory_access_log.scope IS 'Who may read the record (the user policy, as on packets): shared when its target is shared (facts and reflections always are), l-private (its accessor alone) when the target is a cursor or l-private packet or embedding.';
+COMMENT ON COLUMN memsub.memory_access_log.scope IS 'Who may read the record (the user policy, as on packets): l-private, its accessor alone, for every record of a context with a user (its query and what it read are its own); for a context without a user, shared when the target is shared (facts and reflections always are) and l-private when the target is a cursor or l-private packet or embedding.';
 
 COMMENT ON COLUMN memsub.memory_access_log.learned_was_useful IS 'The feedback (was_useful) memsub.learn_importance last folded into the importance (NULL: none yet). Feedback is learned again only when was_useful ends different from it.';
 
@@ -10060,6 +10062,7 @@ declare
     v_tenant uuid := memsub._require_tenant_id();
     v_packet uuid;
     v_scope  text := 'shared';  -- the target's scope
+    v_user   uuid := memsub.current_user_id();
     v_entry  memsub.memory_access_log;
 begin
     -- Resource limits (sql/015_limits.sql): oversized input is refused before anything is read or written.
@@ -10102,8 +10105,8 @@ begin
     values (
         p_target_type, p_target_id, memsub._optional_text(p_agent_id), p_access_context,
         p_query_text, p_relevance_score, p_was_useful, p_feedback_reason,
-        case when v_scope = 'shared' then 'shared' else 'l-private' end,
-        v_tenant, memsub.current_org_id(), memsub.current_user_id(), memsub.current_session_id())
+        case when v_user is null and v_scope = 'shared' then 'shared' else 'l-private' end,
+        v_tenant, memsub.current_org_id(), v_user, memsub.current_session_id())
     returning * into v_entry;
     return v_entry;
 end
@@ -10111,7 +10114,7 @@ $$;
 
 ALTER FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) IS 'Logs an access to a packet, embedding, fact or reflection (with optional relevance and usefulness feedback) and counts it on the target (access_count + 1, last_accessed); an access to a memory_embeddings row counts on its packet. A target that does not exist or is not visible raises 23503. The record of a cursor or l-private target is read by its accessor alone (scope l-private).';
+COMMENT ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) IS 'Logs an access to a packet, embedding, fact or reflection (with optional relevance and usefulness feedback) and counts it on the target (access_count + 1, last_accessed); an access to a memory_embeddings row counts on its packet. A target that does not exist or is not visible raises 23503. The record of a context with a user is read by that user alone (scope l-private), whatever the target; that of a context without one is l-private when the target is a cursor or l-private packet or embedding, shared otherwise.';
 
 CREATE TABLE memsub.agent_memory_events (
     event_id uuid DEFAULT gen_random_uuid() NOT NULL,
@@ -16569,6 +16572,12 @@ COMMENT ON POLICY admin_report_visibility ON memsub.importance_learning_runs IS 
 
 ALTER TABLE memsub.agent_memory_events ENABLE ROW LEVEL SECURITY;
 
+CREATE POLICY agent_session_access ON memsub.agents AS RESTRICTIVE USING (((session_id IS NULL) OR (EXISTS ( SELECT
+   FROM memsub.sessions s
+  WHERE ((s.tenant_id = agents.tenant_id) AND (s.id = agents.session_id))))));
+
+COMMENT ON POLICY agent_session_access ON memsub.agents IS 'An agent of a session is visible where that session is: to its user, to the context whose session_id names it, and to admins; an agent without a session passes.';
+
 CREATE POLICY agent_session_context ON memsub.agent_session_items AS RESTRICTIVE USING (((NOT (org_id IS DISTINCT FROM ( SELECT memsub.current_org_id() AS current_org_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin))) WITH CHECK (((NOT (org_id IS DISTINCT FROM ( SELECT memsub.current_org_id() AS current_org_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
 
 COMMENT ON POLICY agent_session_context ON memsub.agent_session_items IS 'A session''s items are visible to the context that writes them: the organization''s, or the tenant-wide context (not to the organizations, as org_isolation alone would); admins pass.';
@@ -16848,6 +16857,12 @@ ALTER TABLE memsub.session_events ENABLE ROW LEVEL SECURITY;
 ALTER TABLE memsub.sessions ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.task_reflections ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY task_session_access ON memsub.tasks AS RESTRICTIVE USING (((session_id IS NULL) OR (EXISTS ( SELECT
+   FROM memsub.sessions s
+  WHERE ((s.tenant_id = tasks.tenant_id) AND (s.id = tasks.session_id))))));
+
+COMMENT ON POLICY task_session_access ON memsub.tasks IS 'A task of a session is visible where that session is: to its user, to the context whose session_id names it, and to admins; a task without a session passes.';
 
 ALTER TABLE memsub.tasks ENABLE ROW LEVEL SECURITY;
 

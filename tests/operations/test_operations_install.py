@@ -612,7 +612,7 @@ def _access_scopes_at_2_39_0(dsn: str, migrator: Migrator) -> None:
         conn.execute("insert into memsub.semantic_memory (tenant_id, embedding_id, agent_id, vector, scope, user_id) "
                      "values (%s, %s, 'agent', array_fill(0.5::real, array[1536])::vector, 'l-private', %s)",
                      [one, ACCESSED["private memory"], user])
-        # The shared targets' records are of a context without a user, whose records 2.53.0 leaves shared.
+        # The shared targets' records are of a context without a user, whose records 2.48.0 leaves shared.
         for name in ACCESSED:
             target_type = name.split()[-1].replace("memory", "embedding")
             accessor = None if name in ("shared packet", "fact") else user
@@ -883,11 +883,11 @@ def _check_views_2_47_0(dsn: str, _: Any = None) -> None:
     assert readable == (2,)
 
 
-def _user_accesses_before_2_53_0(dsn: str, migrator: Migrator) -> None:
-    """A database at the release before 2.53.0 whose access log holds shared records of a shared packet by a user
+def _user_accesses_before_2_48_0(dsn: str, migrator: Migrator) -> None:
+    """A database at the release before 2.48.0 whose access log holds shared records of a shared packet by a user
     and by a context without one, and a user's l-private record."""
     versions = [m.version_text for m in migrator.migrations]
-    migrator.migrate(versions[versions.index("2.53.0") - 1])
+    migrator.migrate(versions[versions.index("2.48.0") - 1])
     one, user = str(uuid.UUID(int=1)), str(uuid.UUID(int=7))
     with psycopg.connect(dsn, autocommit=True) as conn:
         for query, scope, accessor in [("user's", "shared", user), ("service's", "shared", None),
@@ -924,7 +924,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.45.0 reads the graph written before it in index order": (_graph_at_2_44_0, _check_graph_reads),
     "2.46.0 renames the internal routines in place": (_old_names_at_2_45_0, _check_internal_names),
     "2.47.0 rebuilds two materialized views and fills them again": (_views_before_2_47_0, _check_views_2_47_0),
-    "2.53.0 keeps a user's access records for that user": (_user_accesses_before_2_53_0, _check_user_accesses),
+    "2.48.0 keeps a user's access records for that user": (_user_accesses_before_2_48_0, _check_user_accesses),
 }
 
 
@@ -996,7 +996,7 @@ FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
     # No table changes: packet_store stands for them; the renames need the installer to own the routines.
     "2.46.0 renames the internal routines in place": (("packet_store",), True),
     "2.47.0 rebuilds two materialized views and fills them again": (("entity_relationships", "packet_store"), True),
-    "2.53.0 keeps a user's access records for that user": (("memory_access_log",), True),
+    "2.48.0 keeps a user's access records for that user": (("memory_access_log",), True),
 }
 
 

@@ -1,4 +1,4 @@
--- memsub 2.53.0: a user's access records are read by that user alone. A record of a shared target was 'shared',
+-- memsub 2.48.0: a user's access records are read by that user alone. A record of a shared target was 'shared',
 -- so every other user of the organization read the query text a user searched with (the same words that found
 -- the user's private packets too), and who read what and when. Recording now gives every record of a context
 -- with a user the scope 'l-private' (sql/220_access_log.sql, sql/310_semantic_search.sql); the records written
