@@ -4,7 +4,10 @@
 --
 -- The envelope and everything derived from it never change after insertion. Only the learned statistics
 -- (importance_score, access_count, last_accessed, contradiction_count, chunk_count, is_chunked) may be
--- updated, and only expired packets (ttl in the past) may be deleted: memsub.purge_expired() does that.
+-- updated, and only expired packets (ttl in the past) may be deleted: memsub.purge_expired() does that. The one
+-- other delete is memsub.erase_tenant's (sql/960_tenant_erasure.sql): it runs as memsub_expiry_owner, a NOLOGIN
+-- role granted to nobody, and names the tenant it erases in memsub.erasing_tenant for its own transaction; the
+-- setting alone (any login may set it) lets nothing through.
 
 create or replace function memsub._packet_store_guard() returns trigger
 language plpgsql volatile security invoker
@@ -15,6 +18,10 @@ begin
         raise exception 'memsub.packet_store is immutable: TRUNCATE is not allowed'
             using errcode = '0A000', hint = 'Expired packets are removed by memsub.purge_expired().';
     elsif tg_op = 'DELETE' then
+        if current_user = 'memsub_expiry_owner'
+           and pg_catalog.current_setting('memsub.erasing_tenant', true) = old.tenant_id::text then
+            return old;  -- memsub.erase_tenant
+        end if;
         if old.ttl is null or old.ttl >= (now() at time zone 'UTC') then
             raise exception 'memsub.packet_store is immutable: packet % has not expired and cannot be deleted', old.packet_id
                 using errcode = '0A000', hint = 'Only packets whose ttl has passed are removed, by memsub.purge_expired().';
@@ -38,7 +45,8 @@ end
 $$;
 comment on function memsub._packet_store_guard() is
     'Trigger function enforcing packet_store immutability: rejects changes to envelope columns (SQLSTATE 0A000), '
-    'deletes of unexpired packets and TRUNCATE.';
+    'deletes of unexpired packets (except memsub.erase_tenant''s, as memsub_expiry_owner with '
+    'memsub.erasing_tenant naming the packet''s tenant) and TRUNCATE.';
 
 drop trigger if exists packet_store_immutable on memsub.packet_store;
 create trigger packet_store_immutable

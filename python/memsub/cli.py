@@ -352,6 +352,7 @@ def _register_commands() -> None:
     from memsub.cli_maintain import maintain_command
     from memsub.cli_mcp import mcp_command
     from memsub.cli_search import graph_group, search_command
+    from memsub.cli_tenant import tenant_group
     from memsub.cli_vector_index import vector_index_group
     from memsub.cli_verify import repair, verify
     from memsub.cli_views import refresh_views_command
@@ -368,6 +369,7 @@ def _register_commands() -> None:
     main.add_command(api_key_group)
     main.add_command(mcp_command)
     main.add_command(vector_index_group)
+    main.add_command(tenant_group)
 
 
 _register_commands()

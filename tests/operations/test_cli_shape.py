@@ -48,6 +48,7 @@ ARGUMENTS: dict[str, list[str]] = {
     "login-timeouts": ["memsub_test_app"],
     "api-key revoke": ["mk_0000000000000000"],
     "vector-index rebuild": ["--type", "content", "--m", "24", "--ef-construction", "128"],
+    "tenant erase": [str(TENANT_A), "--yes"],
 }
 TENANT_COMMANDS = {"packet get", "packet thread", "packet lineage", "packet write", "search", "graph traverse",
                    "graph neighbourhood", "ingest", "api-key create", "mcp"}
