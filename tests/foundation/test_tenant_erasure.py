@@ -49,6 +49,19 @@ def test_erasure_removes_every_row_of_the_tenant_and_no_other(db):
     with db.connect("app") as conn:
         for tenant in (TENANT_A, TENANT_B):
             build_world(conn, tenant, ORG[tenant], USER[tenant], dimension)
+        # An expired packet not purged yet, with what it fanned out: invisible to every reader, erased all the same.
+        set_context(conn, TENANT_A, ORG[TENANT_A], USER[TENANT_A])
+        write(conn, {"packet_type": "event", "payload": {"text": "old"}, "ttl": "2999-01-01T00:00:00Z",
+                     "memory": {"facts": [{"subject": "old", "predicate": "is", "object": "gone"}]}})
+        conn.commit()
+    with db.connect() as conn:  # its ttl passes
+        conn.execute("alter table memsub.packet_store disable trigger packet_store_immutable")
+        for table in ("packet_store", "knowledge_facts"):
+            updated = conn.execute(sql.SQL("update memsub.{} set ttl = '2001-01-01' where ttl = '2999-01-01'")
+                                   .format(sql.Identifier(table)))
+            assert updated.rowcount == 1, table
+        conn.execute("alter table memsub.packet_store enable trigger packet_store_immutable")
+        conn.commit()
     with db.connect("platform_admin") as conn:
         set_context(conn, None, roles=["platform_admin"])
         for tenant in (TENANT_A, TENANT_B):
