@@ -158,3 +158,16 @@ def test_the_erasure_setting_alone_deletes_no_packet(db):
         conn.execute("select memsub.set_context(null, null, null, array['platform_admin'], null)")
         with pytest.raises(psycopg.errors.FeatureNotSupported):
             conn.execute(sql.SQL("delete from memsub.packet_store where tenant_id = %s"), [TENANT_A])
+
+
+def test_every_column_naming_a_tenant_is_one_the_erasure_reads(db):
+    """erase_tenant finds the tenant's rows by tenant_id, and the login bindings by bound_tenant_id: a table that
+    names a tenant in another column would keep the tenant's rows."""
+    with db.connect() as conn:
+        columns = conn.execute("""
+            select c.relname || '.' || a.attname from pg_class c
+              join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+             where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
+               and a.attname ~ 'tenant' and a.attname <> 'tenant_id'
+             order by 1""").fetchall()
+    assert [c for (c,) in columns] == ["login_bindings.bound_tenant_id"]
