@@ -4047,6 +4047,10 @@ begin
         raise exception 'memsub.packet_store is immutable: TRUNCATE is not allowed'
             using errcode = '0A000', hint = 'Expired packets are removed by memsub.purge_expired().';
     elsif tg_op = 'DELETE' then
+        if current_user = 'memsub_expiry_owner'
+           and pg_catalog.current_setting('memsub.erasing_tenant', true) = old.tenant_id::text then
+            return old;  -- memsub.erase_tenant
+        end if;
         if old.ttl is null or old.ttl >= (now() at time zone 'UTC') then
             raise exception 'memsub.packet_store is immutable: packet % has not expired and cannot be deleted', old.packet_id
                 using errcode = '0A000', hint = 'Only packets whose ttl has passed are removed, by memsub.purge_expired().';
@@ -4071,7 +4075,7 @@ $$;
 
 ALTER FUNCTION memsub._packet_store_guard() OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._packet_store_guard() IS 'Trigger function enforcing packet_store immutability: rejects changes to envelope columns (SQLSTATE 0A000), deletes of unexpired packets and TRUNCATE.';
+COMMENT ON FUNCTION memsub._packet_store_guard() IS 'Trigger function enforcing packet_store immutability: rejects changes to envelope columns (SQLSTATE 0A000), deletes of unexpired packets (except memsub.erase_tenant''s, as memsub_expiry_owner with memsub.erasing_tenant naming the packet''s tenant) and TRUNCATE.';
 
 CREATE FUNCTION memsub._packet_thread_check(p_tenant uuid, p_org uuid, p_thread_id uuid) RETURNS boolean
     LANGUAGE plpgsql STABLE
@@ -7876,6 +7880,84 @@ CREATE FUNCTION memsub.entity_types() RETURNS text[]
 ALTER FUNCTION memsub.entity_types() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub.entity_types() IS 'The kinds of entity node (memsub.graph_upsert_entity p_entity_type).';
+
+CREATE FUNCTION memsub.erase_tenant(p_tenant_id uuid, p_confirm text) RETURNS TABLE(table_name text, deleted bigint)
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $_$
+#variable_conflict use_column
+declare
+    v_table regclass;
+    v_count bigint;
+begin
+    if not memsub.is_platform_admin() then
+        raise exception 'memsub.erase_tenant: needs a platform_admin context' using errcode = '42501';
+    end if;
+    if p_tenant_id is null then
+        raise exception 'memsub.erase_tenant: field "tenant_id" is required' using errcode = '22004',
+            column = 'tenant_id';
+    end if;
+    if p_confirm is distinct from p_tenant_id::text then
+        raise exception 'memsub.erase_tenant: field "confirm" must repeat the tenant id (%) to erase it', p_tenant_id
+            using errcode = '22023', column = 'confirm',
+                  hint = 'Pass the tenant id''s text twice: as p_tenant_id and as p_confirm.';
+    end if;
+    perform pg_catalog.set_config('memsub.erasing_tenant', p_tenant_id::text, true);
+
+    -- Every table with a tenant_id column, referencing tables before the tables they reference: a table's rank is
+    -- the longest chain of foreign keys that reaches it.
+    for v_table in
+        with recursive tenant_tables as (
+            select c.oid
+              from pg_catalog.pg_class c
+              join pg_catalog.pg_attribute a
+                on a.attrelid = c.oid and a.attname = 'tenant_id' and a.attnum > 0 and not a.attisdropped
+             where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
+        ), refs as (
+            select distinct k.conrelid as child, k.confrelid as parent
+              from pg_catalog.pg_constraint k
+             where k.contype = 'f' and k.conrelid <> k.confrelid
+               and k.conrelid in (select oid from tenant_tables) and k.confrelid in (select oid from tenant_tables)
+        ), ranked(oid, rank) as (
+            select t.oid, 0 from tenant_tables t
+            union all
+            select r.parent, d.rank + 1 from ranked d join refs r on r.child = d.oid where d.rank < 100
+        )
+        select d.oid::regclass from ranked d group by d.oid order by max(d.rank), d.oid::regclass::text
+    loop
+        execute pg_catalog.format('delete from %s t where t.tenant_id = $1', v_table) using p_tenant_id;
+        get diagnostics v_count = row_count;
+        table_name := (select c.relname::text from pg_catalog.pg_class c where c.oid = v_table);
+        deleted := v_count;
+        return next;
+    end loop;
+
+    -- Who may act for the tenant (memsub.bind_login): no login is bound to a tenant that is gone.
+    delete from memsub.login_bindings b where b.bound_tenant_id = p_tenant_id;
+    get diagnostics v_count = row_count;
+    table_name := 'login_bindings';
+    deleted := v_count;
+    return next;
+
+    -- The maintenance lock rows are keyed by a hash of text that names the tenant with a thread, a fact's subject,
+    -- a file path ...; the text is not kept, so the tenant's rows cannot be told apart. They hold no data and may
+    -- be deleted while nothing holds them: every idle one goes (the next lock of a key creates its row again),
+    -- except the maintain tasks' rows, made at installation so that a run never waits for their creation.
+    delete from memsub.maintenance_lock l
+     where l.ctid in (select m.ctid from memsub.maintenance_lock m where m.task <> 'maintain'
+                        for update skip locked);
+    get diagnostics v_count = row_count;
+    table_name := 'maintenance_lock';
+    deleted := v_count;
+    return next;
+
+    perform pg_catalog.set_config('memsub.erasing_tenant', '', true);
+end
+$_$;
+
+ALTER FUNCTION memsub.erase_tenant(p_tenant_id uuid, p_confirm text) OWNER TO memsub_expiry_owner;
+
+COMMENT ON FUNCTION memsub.erase_tenant(p_tenant_id uuid, p_confirm text) IS 'Deletes every row of one tenant from every memsub table with a tenant_id column (the packet event log, its tombstones and embeddings, audit, access log, search statistics, API keys, ... whatever the catalog lists when it runs), the login bindings to the tenant and the idle maintenance lock rows, in the caller''s transaction; returns how many rows each table lost. p_confirm must repeat p_tenant_id''s text (22023, column confirm; a NULL tenant: 22004, column tenant_id). Needs a platform_admin context (42501 otherwise). The materialized views keep the tenant''s aggregates until memsub.refresh_memory_views() runs.';
 
 CREATE FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text DEFAULT 'ancestors'::text, p_max_depth integer DEFAULT 16) RETURNS TABLE(packet_id uuid, depth integer, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -17123,6 +17205,7 @@ REVOKE ALL ON FUNCTION memsub._caller_is_admin() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_app;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub._caller_is_admin() TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub._canonical_uuid_text(p_value text) FROM PUBLIC;
 
@@ -17215,9 +17298,11 @@ GRANT ALL ON FUNCTION memsub._check_similarity_k(p_k integer) TO memsub_analyst;
 REVOKE ALL ON FUNCTION memsub.session_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.sessions TO memsub_app;
 GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.sessions TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub._check_state_delta(p_session memsub.sessions, p_delta jsonb, p_field text) FROM PUBLIC;
 
@@ -17282,10 +17367,12 @@ GRANT ALL ON FUNCTION memsub._document_chunks_unlink(p_document_id uuid) TO mems
 REVOKE ALL ON FUNCTION memsub.document_mimes() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.document_mimes() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.document_mimes() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.document_mimes() TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.document_index TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.document_index TO memsub_app;
 GRANT SELECT ON TABLE memsub.document_index TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.document_index TO memsub_expiry_owner;
 
 GRANT UPDATE(superseded_at) ON TABLE memsub.document_index TO memsub_retrieval_owner;
 
@@ -17416,10 +17503,12 @@ REVOKE ALL ON FUNCTION memsub._memory_embeddings_envelope_guard() FROM PUBLIC;
 REVOKE ALL ON FUNCTION memsub.memory_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.memory_types() TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.memory_entries TO memsub_app;
 GRANT SELECT ON TABLE memsub.memory_entries TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.memory_entries TO memsub_retrieval_owner;
+GRANT SELECT,DELETE ON TABLE memsub.memory_entries TO memsub_expiry_owner;
 
 GRANT UPDATE(is_deleted) ON TABLE memsub.memory_entries TO memsub_retrieval_owner;
 
@@ -17495,11 +17584,13 @@ REVOKE ALL ON FUNCTION memsub.view_refresh_methods() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.view_refresh_methods() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.view_refresh_methods() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.view_refresh_methods() TO memsub_view_owner;
+GRANT ALL ON FUNCTION memsub.view_refresh_methods() TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.view_refresh_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.view_refresh_statuses() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.view_refresh_statuses() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.view_refresh_statuses() TO memsub_view_owner;
+GRANT ALL ON FUNCTION memsub.view_refresh_statuses() TO memsub_expiry_owner;
 
 GRANT SELECT,INSERT ON TABLE memsub.memory_view_refresh_log TO memsub_view_owner;
 GRANT SELECT ON TABLE memsub.memory_view_refresh_log TO memsub_analyst;
@@ -17586,14 +17677,17 @@ REVOKE ALL ON FUNCTION memsub.task_final_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.task_final_statuses() TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.task_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_statuses() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.task_statuses() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.task_statuses() TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.tasks TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.tasks TO memsub_app;
 GRANT SELECT ON TABLE memsub.tasks TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.tasks TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) FROM PUBLIC;
 
@@ -17628,6 +17722,7 @@ REVOKE ALL ON FUNCTION memsub.access_target_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.access_target_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.access_target_types() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.access_target_types() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.access_target_types() TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.acting_role() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.acting_role() TO memsub_expiry_owner;
@@ -17671,15 +17766,18 @@ GRANT ALL ON FUNCTION memsub.agent_session_pop_item(p_session_id text) TO memsub
 REVOKE ALL ON FUNCTION memsub.agent_statuses() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.agent_statuses() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.agent_statuses() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.agent_statuses() TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.agents TO memsub_app;
 GRANT SELECT ON TABLE memsub.agents TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.agents TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text, p_metadata jsonb) TO memsub_app;
 
 GRANT SELECT ON TABLE memsub.world_model_updates TO memsub_app;
 GRANT SELECT ON TABLE memsub.world_model_updates TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.world_model_updates TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.apply_world_model_update(p_insight_type text, p_entities jsonb, p_content jsonb, p_confidence double precision, p_insight_id uuid, p_expected_version integer) TO memsub_app;
@@ -17702,6 +17800,7 @@ GRANT ALL ON FUNCTION memsub.bind_login(p_login name, p_tenant_id uuid, p_org_id
 GRANT SELECT ON TABLE memsub.checkpoints TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.checkpoints TO memsub_app;
 GRANT SELECT ON TABLE memsub.checkpoints TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.checkpoints TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.checkpoint_restore(p_checkpoint_id uuid) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.checkpoint_restore(p_checkpoint_id uuid) TO memsub_app;
@@ -17713,6 +17812,7 @@ REVOKE ALL ON FUNCTION memsub.graph_node_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.graph_node_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.graph_node_types() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.graph_node_types() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.graph_node_types() TO memsub_expiry_owner;
 
 GRANT SELECT,DELETE ON TABLE memsub.entity_relationships TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.entity_relationships TO memsub_app;
@@ -17739,6 +17839,7 @@ REVOKE ALL ON FUNCTION memsub.consolidation_merge_objects(p_versions jsonb) FROM
 REVOKE ALL ON FUNCTION memsub.context_roles() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.context_roles() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.context_roles() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.context_roles() TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_label text, p_expires_at timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.create_api_key(p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_label text, p_expires_at timestamp with time zone) TO memsub_tenant_admin;
@@ -17788,6 +17889,7 @@ GRANT ALL ON FUNCTION memsub.derivation_types() TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.document_chunks TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.document_chunks TO memsub_app;
 GRANT SELECT ON TABLE memsub.document_chunks TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.document_chunks TO memsub_expiry_owner;
 
 GRANT UPDATE(neighbors) ON TABLE memsub.document_chunks TO memsub_retrieval_owner;
 
@@ -17827,6 +17929,7 @@ REVOKE ALL ON FUNCTION memsub.embedding_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.embedding_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.embedding_types() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.embedding_types() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.embedding_types() TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.entity_neighbourhood(p_entity text, p_min_confidence double precision, p_limit integer, p_as_of timestamp with time zone) TO memsub_app;
@@ -17839,6 +17942,9 @@ GRANT ALL ON FUNCTION memsub.entity_search(p_query_text text, p_query public.vec
 REVOKE ALL ON FUNCTION memsub.entity_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.entity_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.entity_types() TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub.erase_tenant(p_tenant_id uuid, p_confirm text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub.erase_tenant(p_tenant_id uuid, p_confirm text) TO memsub_platform_admin;
 
 REVOKE ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text, p_max_depth integer) TO memsub_app;
@@ -17879,6 +17985,7 @@ GRANT ALL ON FUNCTION memsub.graph_neighbors_as_of(p_entity text, p_as_of timest
 GRANT SELECT ON TABLE memsub.world_model_entities TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.world_model_entities TO memsub_app;
 GRANT SELECT ON TABLE memsub.world_model_entities TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.world_model_entities TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.graph_upsert_entity(p_name text, p_entity_type text, p_aliases text[], p_properties jsonb, p_doc_refs jsonb, p_confidence double precision, p_embedding public.vector) TO memsub_app;
@@ -17941,6 +18048,7 @@ GRANT ALL ON FUNCTION memsub.langgraph_thread_prune(p_thread_ids text[], p_strat
 GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_tenant_admin;
 GRANT SELECT ON TABLE memsub.importance_learning_runs TO memsub_analyst;
 GRANT SELECT,INSERT ON TABLE memsub.importance_learning_runs TO memsub_retrieval_owner;
+GRANT SELECT,DELETE ON TABLE memsub.importance_learning_runs TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) TO memsub_tenant_admin;
@@ -18019,6 +18127,7 @@ GRANT ALL ON FUNCTION memsub.purge_expired(p_tenant_id uuid) TO memsub_app;
 GRANT SELECT,DELETE,UPDATE ON TABLE memsub.memory_access_log TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.memory_access_log TO memsub_app;
 GRANT SELECT ON TABLE memsub.memory_access_log TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.memory_access_log TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.record_access(p_target_type text, p_target_id uuid, p_agent_id text, p_access_context text, p_query_text text, p_relevance_score double precision, p_was_useful boolean, p_feedback_reason text) TO memsub_app;
@@ -18044,11 +18153,13 @@ REVOKE ALL ON FUNCTION memsub.reflection_priorities() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.reflection_priorities() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.reflection_priorities() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.reflection_priorities() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.reflection_priorities() TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.reflection_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.reflection_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.reflection_types() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.reflection_types() TO memsub_retrieval_owner;
+GRANT ALL ON FUNCTION memsub.reflection_types() TO memsub_expiry_owner;
 
 GRANT SELECT,DELETE ON TABLE memsub.reflection_store TO memsub_expiry_owner;
 GRANT SELECT ON TABLE memsub.reflection_store TO memsub_app;
@@ -18061,9 +18172,11 @@ GRANT ALL ON FUNCTION memsub.record_reflection(p_reflection_type text, p_content
 REVOKE ALL ON FUNCTION memsub.summary_scope_types() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.summary_scope_types() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.summary_scope_types() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.summary_scope_types() TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.memory_summaries TO memsub_app;
 GRANT SELECT ON TABLE memsub.memory_summaries TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.memory_summaries TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value text, p_summary_text text, p_source_packet_ids uuid[], p_key_facts jsonb, p_key_entities text[], p_key_decisions text[], p_vector public.vector, p_confidence double precision, p_valid_until timestamp with time zone) TO memsub_app;
@@ -18071,9 +18184,11 @@ GRANT ALL ON FUNCTION memsub.record_summary(p_scope_type text, p_scope_value tex
 REVOKE ALL ON FUNCTION memsub.task_outcomes() FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.task_outcomes() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.task_outcomes() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub.task_outcomes() TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.task_reflections TO memsub_app;
 GRANT SELECT ON TABLE memsub.task_reflections TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.task_reflections TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.record_task_reflection(p_task_id text, p_outcome text, p_task_description text, p_what_worked text[], p_what_failed text[], p_false_constraints text[], p_helpful_patterns text[], p_lessons text[], p_recommendations text[], p_related_decisions uuid[], p_execution_time_ms double precision, p_metrics_improved jsonb, p_metrics_degraded jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.record_task_reflection(p_task_id text, p_outcome text, p_task_description text, p_what_worked text[], p_what_failed text[], p_false_constraints text[], p_helpful_patterns text[], p_lessons text[], p_recommendations text[], p_related_decisions uuid[], p_execution_time_ms double precision, p_metrics_improved jsonb, p_metrics_degraded jsonb) TO memsub_app;
@@ -18118,6 +18233,7 @@ GRANT ALL ON FUNCTION memsub.session_end_turn(p_session_id text) TO memsub_app;
 
 GRANT SELECT ON TABLE memsub.session_events TO memsub_app;
 GRANT SELECT ON TABLE memsub.session_events TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.session_events TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.session_get_events(p_session_id text, p_after_position integer, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.session_get_events(p_session_id text, p_after_position integer, p_limit integer) TO memsub_app;
@@ -18152,6 +18268,7 @@ REVOKE ALL ON FUNCTION memsub.set_vector_index_build(p_embedding_type text, p_m 
 GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_app;
 GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.memory_embeddings TO memsub_retrieval_owner;
+GRANT SELECT,DELETE ON TABLE memsub.memory_embeddings TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type text, p_vector public.vector, p_chunk_index integer, p_chunk_text text, p_metadata jsonb) TO memsub_app;
@@ -18159,6 +18276,7 @@ GRANT ALL ON FUNCTION memsub.store_embedding(p_packet_id uuid, p_embedding_type 
 GRANT SELECT ON TABLE memsub.semantic_memory TO memsub_app;
 GRANT SELECT ON TABLE memsub.semantic_memory TO memsub_analyst;
 GRANT SELECT,UPDATE ON TABLE memsub.semantic_memory TO memsub_retrieval_owner;
+GRANT SELECT,DELETE ON TABLE memsub.semantic_memory TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.store_semantic_memory(p_agent_id text, p_vector public.vector, p_payload jsonb, p_embedding_type text, p_scope text, p_importance_score double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.store_semantic_memory(p_agent_id text, p_vector public.vector, p_payload jsonb, p_embedding_type text, p_scope text, p_importance_score double precision) TO memsub_app;
@@ -18172,7 +18290,7 @@ GRANT ALL ON FUNCTION memsub.supersede_relationship(p_source_entity text, p_rela
 
 GRANT SELECT ON TABLE memsub.world_model_snapshots TO memsub_app;
 GRANT SELECT ON TABLE memsub.world_model_snapshots TO memsub_analyst;
-GRANT SELECT,UPDATE ON TABLE memsub.world_model_snapshots TO memsub_expiry_owner;
+GRANT SELECT,DELETE,UPDATE ON TABLE memsub.world_model_snapshots TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub.take_world_model_snapshot(p_description text, p_created_by text) TO memsub_app;
@@ -18229,24 +18347,31 @@ GRANT ALL ON FUNCTION memsub.write_packets(p_envelopes jsonb, p_vectors public.v
 
 GRANT SELECT ON TABLE memsub.adk_app_states TO memsub_app;
 GRANT SELECT ON TABLE memsub.adk_app_states TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.adk_app_states TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.adk_events TO memsub_app;
 GRANT SELECT ON TABLE memsub.adk_events TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.adk_events TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.adk_memories TO memsub_app;
 GRANT SELECT ON TABLE memsub.adk_memories TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.adk_memories TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.adk_sessions TO memsub_app;
 GRANT SELECT ON TABLE memsub.adk_sessions TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.adk_sessions TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.adk_user_states TO memsub_app;
 GRANT SELECT ON TABLE memsub.adk_user_states TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.adk_user_states TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.agent_session_items TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.agent_session_items TO memsub_app;
 GRANT SELECT ON TABLE memsub.agent_session_items TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.agent_session_items TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.api_keys TO memsub_retrieval_owner;
+GRANT SELECT,DELETE ON TABLE memsub.api_keys TO memsub_expiry_owner;
 
 GRANT SELECT(tenant_id) ON TABLE memsub.api_keys TO memsub_app;
 GRANT SELECT(tenant_id) ON TABLE memsub.api_keys TO memsub_analyst;
@@ -18280,6 +18405,7 @@ GRANT SELECT(revoked_at) ON TABLE memsub.api_keys TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.audit TO memsub_app;
 GRANT SELECT ON TABLE memsub.audit TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.audit TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.graph_nodes TO memsub_app;
 GRANT SELECT ON TABLE memsub.graph_nodes TO memsub_analyst;
@@ -18290,10 +18416,12 @@ GRANT SELECT ON TABLE memsub.installation_settings TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoint_writes TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoint_writes TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoint_writes TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.langgraph_checkpoint_writes TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_checkpoints TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.langgraph_checkpoints TO memsub_expiry_owner;
 
 GRANT SELECT,DELETE ON TABLE memsub.langgraph_store_items TO memsub_retrieval_owner;
 GRANT SELECT,DELETE ON TABLE memsub.langgraph_store_items TO memsub_expiry_owner;
@@ -18302,11 +18430,15 @@ GRANT SELECT ON TABLE memsub.langgraph_store_items TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.langgraph_store_vectors TO memsub_app;
 GRANT SELECT ON TABLE memsub.langgraph_store_vectors TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.langgraph_store_vectors TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.limits TO memsub_app;
 GRANT SELECT ON TABLE memsub.limits TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.login_bindings TO memsub_platform_admin;
+GRANT SELECT,DELETE ON TABLE memsub.login_bindings TO memsub_expiry_owner;
+
+GRANT SELECT,DELETE,UPDATE ON TABLE memsub.maintenance_lock TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.mv_agent_recent_important TO memsub_owner;
 
@@ -18318,11 +18450,12 @@ GRANT SELECT ON TABLE memsub.mv_reflection_patterns TO memsub_owner;
 
 GRANT SELECT ON TABLE memsub.packet_threads TO memsub_app;
 GRANT SELECT ON TABLE memsub.packet_threads TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.packet_threads TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.packet_tombstones TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.packet_tombstones TO memsub_app;
 GRANT SELECT ON TABLE memsub.packet_tombstones TO memsub_analyst;
-GRANT SELECT,INSERT ON TABLE memsub.packet_tombstones TO memsub_expiry_owner;
+GRANT SELECT,INSERT,DELETE ON TABLE memsub.packet_tombstones TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.schema_history TO memsub_analyst;
 
@@ -18331,6 +18464,7 @@ GRANT SELECT ON TABLE memsub.schema_repeatable_history TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.search_stats TO memsub_app;
 GRANT SELECT ON TABLE memsub.search_stats TO memsub_analyst;
 GRANT SELECT,INSERT,DELETE,UPDATE ON TABLE memsub.search_stats TO memsub_platform_admin;
+GRANT SELECT,DELETE ON TABLE memsub.search_stats TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.tenant_agent_recent_important TO memsub_app;
 GRANT SELECT ON TABLE memsub.tenant_agent_recent_important TO memsub_analyst;
@@ -18346,3 +18480,4 @@ GRANT SELECT ON TABLE memsub.tenant_reflection_patterns TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.world_model_state TO memsub_app;
 GRANT SELECT ON TABLE memsub.world_model_state TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.world_model_state TO memsub_expiry_owner;
