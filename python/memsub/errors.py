@@ -38,12 +38,13 @@ class ImmutableError(MemsubError):
 
 
 class ConflictError(MemsubError):
-    """A concurrent change got there first, e.g. the world model is not at the expected version (SQLSTATE 40001),
-    or a concurrent run of the same work held its lock past lock_timeout (SQLSTATE 55P03), or two transactions
-    waited for each other and PostgreSQL aborted this one (SQLSTATE 40P01), or the statement was cancelled: it ran
-    past the session's statement_timeout, often waiting for a lock, or an administrator cancelled it
-    (pg_cancel_backend; SQLSTATE 57014), or a hot standby cancelled a read that held up its replay of the primary
-    (SQLSTATE 40001, "conflict with recovery"). Retrying may succeed."""
+    """A concurrent change got there first, e.g. the world model is not at the expected version (SQLSTATE 40001
+    naming the field), or a transaction at REPEATABLE READ or SERIALIZABLE lost to a concurrent one (40001 naming
+    nothing), or a concurrent run of the same work held its lock past lock_timeout (SQLSTATE 55P03), or two
+    transactions waited for each other and PostgreSQL aborted this one (SQLSTATE 40P01), or the statement was
+    cancelled: it ran past the session's statement_timeout, often waiting for a lock, or an administrator cancelled
+    it (pg_cancel_backend; SQLSTATE 57014), or a hot standby cancelled a read that held up its replay of the
+    primary (40001 naming nothing, "conflict with recovery"). Retrying may succeed."""
 
 
 class NotFound(MemsubError):
@@ -147,21 +148,25 @@ _CHANGED_UNDER_A_PREPARED_STATEMENT = Contract(ConflictError, 503, "busy",
                                                "Changed by an upgrade since it was prepared, retry")
 
 
-# A hot standby cancels a read that holds up its replay of the primary's WAL past max_standby_streaming_delay (a
-# lock the primary took, rows its vacuum removed) with 40001, which the contract otherwise reads as a stale version.
-# No version was stale: the read may be retried, on the standby or the primary.
-_CANCELLED_BY_RECOVERY = Contract(ConflictError, 503, "busy", "Cancelled by the standby's replay, retry")
+# memsub raises 40001 itself for a stale stated version, naming the field that was stale (``expected_version``,
+# ``last_update_time``). PostgreSQL raises it too, naming nothing: for a transaction at REPEATABLE READ or
+# SERIALIZABLE (a login's or database's default_transaction_isolation) that a concurrent one changed under it, and
+# on a hot standby for a read that held up its replay of the primary past max_standby_streaming_delay. Nothing the
+# caller stated was stale, and the same call run again in a new transaction may succeed, as after a deadlock.
+_SERIALIZATION_FAILURE = Contract(ConflictError, 503, "busy",
+                                  "Could not serialize with a concurrent transaction, retry")
 
 
 def contract_of_error(error: psycopg.Error) -> Contract | None:
     """:func:`contract_of` the error's SQLSTATE, but for a prepared statement an upgrade changed under it
-    ("cached plan must not change result type") and for a read a hot standby cancelled to go on replaying
-    ("canceling statement due to conflict with recovery"): retryable conflicts."""
-    message = error.diag.message_primary or ""
-    if error.sqlstate == "0A000" and message.startswith("cached plan must not change result type"):
+    ("cached plan must not change result type") and for a 40001 PostgreSQL raised (naming no field, not memsub's
+    stale version: a serialization failure, or a read a hot standby cancelled to go on replaying): retryable
+    conflicts."""
+    if error.sqlstate == "0A000" and (error.diag.message_primary or "").startswith(
+            "cached plan must not change result type"):
         return _CHANGED_UNDER_A_PREPARED_STATEMENT
-    if error.sqlstate == "40001" and message.startswith("canceling statement due to conflict with recovery"):
-        return _CANCELLED_BY_RECOVERY
+    if error.sqlstate == "40001" and not error.diag.column_name:
+        return _SERIALIZATION_FAILURE
     return contract_of(error.sqlstate)
 
 
