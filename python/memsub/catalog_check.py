@@ -35,7 +35,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row, tuple_row
 
-from memsub.connection import first_line
+from memsub.connection import OUTPUT_FORMATS, first_line, output_formats
 from memsub.schema_files import Repeatable, split_statements
 
 if TYPE_CHECKING:
@@ -348,6 +348,13 @@ def fingerprint(conn: psycopg.Connection[Any], roles: bool = True) -> Fingerprin
             cur.execute("set transaction read only")
         cur.execute("select current_setting('search_path') as path")
         saved = cur.fetchone()
+        # Definitions print constants in the session's output formats (an interval default as 'P30D' under an
+        # IntervalStyle of iso_8601): read them in the formats the snapshot was taken in.
+        names = [name for name, _ in OUTPUT_FORMATS]
+        cur.execute("select array_agg(pg_catalog.current_setting(n) order by o) as formats "
+                    "from unnest(%s::text[]) with ordinality as s(n, o)", [names])
+        formats = cur.fetchone()
+        cur.execute(output_formats(local=True))
         cur.execute("select pg_catalog.set_config('search_path', %s, true)", [_catalog_path(cur.connection)])
         cur.execute("select to_regnamespace('memsub') is not null as present")
         present = cur.fetchone()
@@ -364,6 +371,9 @@ def fingerprint(conn: psycopg.Connection[Any], roles: bool = True) -> Fingerprin
             for item in cur.fetchall():
                 result[str(item["object"])] = (str(item["kind"]), {k: str(v) for k, v in item["attrs"].items()})
         cur.execute("select pg_catalog.set_config('search_path', %s, true)", [saved["path"] if saved else ""])
+        if formats:  # as they were for the rest of a transaction the caller had begun
+            cur.execute("select pg_catalog.set_config(n, v, true) from unnest(%s::text[], %s::text[]) as s(n, v)",
+                        [names, formats["formats"]])
     if dimension:
         result = {_normalize(key, dimension): (kind, {k: _normalize(v, dimension) for k, v in attrs.items()})
                   for key, (kind, attrs) in result.items()}

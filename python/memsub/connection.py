@@ -62,6 +62,21 @@ def with_timeout(dsn: str) -> str:
     return make_conninfo(dsn, connect_timeout=DEFAULT_CONNECT_TIMEOUT)
 
 
+OUTPUT_FORMATS = (("DateStyle", "ISO"), ("IntervalStyle", "postgres"), ("extra_float_digits", "1"))
+"""The output formats memsub reads the server's text in, whatever a DBA made the database's or login's default
+(docs/operations.md, "Server and login settings"): times in ISO 8601 (psycopg reads no other DateStyle for a
+timestamptz), intervals as PostgreSQL writes them by default, and every float with the digits that read back as
+the same float (an extra_float_digits of 0 or less rounds them); and catalog text (column defaults, view
+definitions) as a fresh installation's snapshot has it."""
+
+
+def output_formats(local: bool) -> str:
+    """The statement that sets :data:`OUTPUT_FORMATS` for the session, or for the transaction when ``local``."""
+    scope = "true" if local else "false"
+    return "select " + ", ".join(f"pg_catalog.set_config('{name}', '{value}', {scope})"
+                                 for name, value in OUTPUT_FORMATS)
+
+
 def check_pool_options(min_size: int, max_size: int, timeout: float) -> None:
     """Refuse pool sizes and a wait a pool cannot work with, naming the option (before any connection)."""
     if min_size < 0:

@@ -31,6 +31,7 @@ import psycopg
 from psycopg.rows import dict_row, tuple_row
 
 from memsub import preflight, resources
+from memsub.connection import output_formats
 from memsub.errors import MigrationError, PreflightRefused, PrivilegeError
 from memsub.schema_files import (
     DeclaredObject,
@@ -238,7 +239,15 @@ class Migrator:
     # -- reading the database ---------------------------------------------------------------------------
 
     def _connect(self) -> psycopg.Connection[dict[str, object]]:
-        return psycopg.connect(self.conninfo, autocommit=True, row_factory=dict_row)
+        """An autocommit connection reading times, intervals and floats in memsub's formats (``OUTPUT_FORMATS``),
+        whatever the database's or login's defaults."""
+        conn = psycopg.connect(self.conninfo, autocommit=True, row_factory=dict_row)
+        try:
+            conn.execute(output_formats(local=False))
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     def _connect_bounded(self) -> psycopg.Connection[dict[str, object]]:
         """A connection whose every lock wait gives up after ``lock_wait`` seconds, with memsub's search_path, and

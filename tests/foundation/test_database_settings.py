@@ -11,8 +11,10 @@ import pytest
 from psycopg import sql
 
 from conftest import login_role
+from memsub.catalog_check import verify_catalog
 from memsub.errors import ConflictError, contract_of_error, from_database_error
 from memsub.http_api import problem_from_database
+from memsub.migrator import Migrator
 
 from helpers import TENANT_A, set_context
 
@@ -62,3 +64,27 @@ def test_a_serialization_failure_is_retryable_busy_not_a_stale_version(db: Any, 
         assert stale.value.diag.column_name == "expected_version"
         contract = contract_of_error(stale.value)
         assert contract is not None and (contract.status, contract.kind) == (409, "stale-version")
+
+
+# Output formats a DBA may choose for the whole database. Each changes how times, intervals or floats read as text.
+FORMATS = {"DateStyle": "SQL, DMY", "IntervalStyle": "iso_8601", "extra_float_digits": "-3",
+           "TimeZone": "Pacific/Chatham"}
+
+
+def set_for_database(db: Any, settings: dict[str, str]) -> None:
+    with db.connect(autocommit=True) as admin:
+        for name, value in settings.items():
+            admin.execute(sql.SQL("alter database {} set {} = {}").format(
+                sql.Identifier(db.name), sql.Identifier(name), sql.Literal(value)))
+
+
+def test_the_migrator_and_verify_work_under_any_output_formats(db: Any) -> None:
+    set_for_database(db, FORMATS)
+    with db.connect() as conn:
+        assert conn.execute("show datestyle").fetchone() == ("SQL, DMY",)
+    migrator = Migrator(db.dsn())
+    assert {entry.state for entry in migrator.status()} == {"applied"}
+    assert migrator.migrate().applied == []
+    differences, _ = verify_catalog(db.dsn(), mode="snapshot")
+    assert [difference.describe() for difference in differences] == []
+
