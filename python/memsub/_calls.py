@@ -44,7 +44,7 @@ import select
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any, Generic, Literal, ParamSpec, SupportsFloat, TypeVar, cast, overload
 from uuid import UUID
@@ -63,6 +63,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTi
 from pydantic import BaseModel
 
 from memsub import signatures
+from memsub.connection import output_formats
 from memsub.errors import (
     ConnectionFailed,
     LocalValidationError,
@@ -690,14 +691,29 @@ def set_context(tenant_id: UUID | str | None, org_id: UUID | str | None, user_id
     """memsub.set_context for this transaction. The tenant is always sent (NULL is a platform admin's context);
     the other arguments only when given (:func:`function`), so the usual context binds one to three values and
     no array."""
-    return function("set_context", {"tenant_id": NULL if tenant_id is None else tenant_id, "org_id": org_id,
-                                    "user_id": user_id, "roles": texts(roles, "roles") or None,
-                                    "session_id": session_id}, nothing())
+    return _in_output_formats(function("set_context", {
+        "tenant_id": NULL if tenant_id is None else tenant_id, "org_id": org_id, "user_id": user_id,
+        "roles": texts(roles, "roles") or None, "session_id": session_id}, nothing()))
 
 
 def set_context_signed(token: str) -> Call[None]:
     """memsub.set_context_signed for this transaction."""
-    return query("select from memsub.set_context_signed(%(token)s)", {"token": token}, nothing())
+    return _in_output_formats(query("select from memsub.set_context_signed(%(token)s)", {"token": token},
+                                    nothing()))
+
+
+_OUTPUT_FORMATS = output_formats(local=True).encode().removeprefix(b"select ")
+
+
+def _in_output_formats(context: Call[None]) -> Call[None]:
+    """The context ``context`` sets, in a statement that also sets memsub's output formats (:data:`memsub.
+    connection.OUTPUT_FORMATS`) for the transaction: every transaction the client runs begins with its context,
+    so its times arrive in ISO 8601 and its floats with all their digits whatever the login's defaults, and the
+    server session is left as it was (a transaction-mode pooler hands it to another client next)."""
+    statement = context.statement
+    assert isinstance(statement, bytes) and statement.startswith(b"select from ")
+    return replace(context, statement=b"select " + _OUTPUT_FORMATS + b" from " + statement.removeprefix(
+        b"select from "))
 
 
 # --- times on a connection ------------------------------------------------------------------------------------
@@ -766,8 +782,20 @@ class _EdgeTimestamptzLoader(Loader):
     def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
         super().__init__(oid, context)
         self._inner = psycopg.adapters.get_loader(oid, self.format)(oid, context)  # type: ignore[misc]
+        # psycopg reads a timestamptz as text in DateStyle ISO only, and takes the style from the one the server
+        # last reported. A login whose default is another style still gets ISO in the client's transactions,
+        # whose context statement sets it for the transaction (_in_output_formats): read those times here.
+        style = self.connection.info.parameter_status("DateStyle") if self.connection is not None else None
+        self._style = None if style is None or style.startswith("ISO") else style
 
     def load(self, data: Buffer) -> Any:
+        if self._style is not None and self.format == pq.Format.TEXT:
+            found = _utc_from_iso(bytes(data))
+            if found is None:
+                raise psycopg.DataError(
+                    f"cannot read the time {bytes(data).decode(errors='replace')!r} in DateStyle {self._style!r}: "
+                    "memsub reads times in ISO 8601 (set DateStyle to ISO for the transaction, or for the login)")
+            return found
         try:
             return self._inner.load(data)
         except psycopg.DataError:
@@ -792,6 +820,38 @@ class _EdgeTimestamptzBinaryLoader(_EdgeTimestamptzLoader):
             return None
 
 
+_TIMESTAMP_OID = psycopg.postgres.types["timestamp"].oid
+_ISO_TIMESTAMP = re.compile(rb"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+
+
+class _IsoTimestampLoader(Loader):
+    """psycopg's timestamp (without time zone) loader, which reads the text in the DateStyle the server last
+    reported; under another style than ISO, the client's transactions still get ISO (_in_output_formats), read
+    here."""
+
+    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
+        super().__init__(oid, context)
+        self._inner = psycopg.adapters.get_loader(oid, self.format)(oid, context)  # type: ignore[misc]
+        style = self.connection.info.parameter_status("DateStyle") if self.connection is not None else None
+        self._style = None if style is None or style.startswith("ISO") else style
+
+    def load(self, data: Buffer) -> Any:
+        if self._style is None:
+            return self._inner.load(data)
+        found = _ISO_TIMESTAMP.fullmatch(bytes(data))
+        try:
+            if found is None:
+                raise ValueError("not an ISO 8601 time of years 1 to 9999")
+            year, month, day, hour, minute, second, fraction = found.groups()
+            return datetime(int(year), int(month), int(day), int(hour), int(minute), int(second),
+                            int((fraction or b"0").ljust(6, b"0")))
+        except ValueError:
+            raise psycopg.DataError(
+                f"cannot read the time {bytes(data).decode(errors='replace')!r} in DateStyle {self._style!r}: "
+                "memsub reads times in ISO 8601 (set DateStyle to ISO for the transaction, or for the login)"
+            ) from None
+
+
 def register_time_type(adapters: AdaptersMap) -> None:
     """Make ``adapters`` send every datetime as timestamptz, reading one without an offset as UTC, and read every
     timestamptz Python's datetime holds in UTC, whatever the session's TimeZone (:class:`_EdgeTimestamptzLoader`)."""
@@ -799,6 +859,7 @@ def register_time_type(adapters: AdaptersMap) -> None:
     adapters.register_dumper(datetime, _UtcDatetimeBinaryDumper)  # last registered: the one %s uses, as psycopg's
     adapters.register_loader(_TIMESTAMPTZ_OID, _EdgeTimestamptzLoader)
     adapters.register_loader(_TIMESTAMPTZ_OID, _EdgeTimestamptzBinaryLoader)
+    adapters.register_loader(_TIMESTAMP_OID, _IsoTimestampLoader)
 
 
 def _with_times(connection: psycopg.Connection[Any] | psycopg.AsyncConnection[Any]) -> None:

@@ -4,17 +4,24 @@ then acts as that login, never as the superuser (docs/operations.md, "Server and
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
+import anyio
+import httpx
 import psycopg
 import pytest
 from psycopg import sql
 
 from conftest import login_role
+from http_helpers import create_key
+from memsub.async_client import AsyncSubstrate
 from memsub.catalog_check import verify_catalog
+from memsub.client import Substrate
 from memsub.errors import ConflictError, contract_of_error, from_database_error
-from memsub.http_api import problem_from_database
+from memsub.http_api import create_app, problem_from_database
 from memsub.migrator import Migrator
+from memsub.models import parse_time
 
 from helpers import TENANT_A, set_context
 
@@ -88,3 +95,72 @@ def test_the_migrator_and_verify_work_under_any_output_formats(db: Any) -> None:
     differences, _ = verify_catalog(db.dsn(), mode="snapshot")
     assert [difference.describe() for difference in differences] == []
 
+
+AT = datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=UTC)  # day 4 of month 3: DMY and MDY read it differently
+TTL = datetime(2099, 7, 8, 9, 10, 11, 121314, tzinfo=UTC)
+PRECISE = 0.1234567890123457  # 16 significant digits: an extra_float_digits of 0 or less rounds it
+
+
+def check_round_trip(written: Any, read: Any) -> None:
+    assert read is not None and read.packet_id == written.packet_id
+    assert read.timestamp == AT and read.ttl == TTL
+    assert read.importance_score == PRECISE
+
+
+def test_the_client_reads_times_and_floats_whatever_the_logins_output_formats(db: Any) -> None:
+    for name, value in FORMATS.items():
+        set_for_login(db, "app", name, value)
+    with Substrate(db.dsn("app"), max_size=1) as substrate:
+        with substrate.tenant(TENANT_A) as session:
+            assert session.fetch("select current_setting('TimeZone') as zone")[0]["zone"] == "Pacific/Chatham"
+            written = session.packets.write({"packet_type": "event", "payload": {"at": "04/03"}, "timestamp": AT,
+                                             "ttl": TTL, "importance_score": PRECISE})
+            check_round_trip(written, session.packets.get(written.packet_id))  # read in binary
+            check_round_trip(written, session.packets.get(written.packet_id, with_vectors=False))  # as text
+        with substrate.tenant(TENANT_A, per_call=True) as session:
+            check_round_trip(written, session.packets.get(written.packet_id, with_vectors=False))
+    # The content hash does not depend on the session's formats: the same envelope written by a login with the
+    # server's defaults is the same packet.
+    with Substrate(db.dsn("tenant_admin"), max_size=1) as substrate, substrate.tenant(TENANT_A) as session:
+        again = session.packets.write({"packet_type": "event", "payload": {"at": "04/03"}, "timestamp": AT,
+                                       "ttl": TTL, "importance_score": PRECISE})
+        assert again.deduplicated and again.packet_id == written.packet_id
+
+
+@pytest.mark.asyncio
+async def test_the_async_client_reads_times_and_floats_whatever_the_logins_output_formats(db: Any) -> None:
+    for name, value in FORMATS.items():
+        set_for_login(db, "app", name, value)
+    async with AsyncSubstrate(db.dsn("app"), max_size=1) as substrate:
+        async with substrate.tenant(TENANT_A) as session:
+            written = await session.packets.write({"packet_type": "event", "payload": 1, "timestamp": AT,
+                                                   "ttl": TTL, "importance_score": PRECISE})
+            check_round_trip(written, await session.packets.get(written.packet_id, with_vectors=False))
+
+
+def test_the_http_api_answers_times_and_floats_whatever_the_logins_output_formats(db: Any) -> None:
+    with db.connect(autocommit=True) as conn:
+        conn.execute("select memsub.unbind_login(%s)", [login_role("app")])  # the key names the tenant
+    key = str(create_key(db.dsn("platform_admin"), TENANT_A)["api_key"])
+    for name, value in FORMATS.items():
+        set_for_login(db, "app", name, value)
+
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
+        app = create_app(db.dsn("app"), min_size=1, max_size=1)
+        await app.state.pool.open(wait=True)
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://memsub.test",
+                                         headers={"Authorization": f"Bearer {key}"}) as client:
+                written = await client.post("/api/v1/memory/packet", json={
+                    "packet_type": "event", "payload": 1, "timestamp": AT.isoformat(), "ttl": TTL.isoformat(),
+                    "importance_score": PRECISE})
+                assert written.status_code == 201, written.text
+                read = await client.get(f"/api/v1/memory/packet/{written.json()['packet_id']}")
+                assert read.status_code == 200, read.text
+                return written.json(), read.json()
+        finally:
+            await app.state.pool.close()
+
+    written, read = anyio.run(scenario)
+    assert parse_time(written["timestamp"]) == AT
+    assert parse_time(read["timestamp"]) == AT and read["importance_score"] == PRECISE
