@@ -41,6 +41,24 @@ comment on function memsub._context_mac(text, text) is
     'HMAC-SHA256 of a message under a stored context key; NULL when the key does not exist. Granted to nobody: '
     'only memsub''s SECURITY DEFINER context functions may compute MACs.';
 
+-- Row-level security is what keeps each tenant's rows apart. A session with row_security off (a login's or a
+-- database's default, as a backup tool's login has it) would fail at the first table a call reads, naming a policy
+-- (with PostgreSQL's hint to take FORCE ROW LEVEL SECURITY off): every way of setting a context refuses it first,
+-- naming the setting. They test the setting inline and call this only to raise.
+create or replace function memsub._refuse_without_row_security() returns void
+language plpgsql stable security invoker
+set search_path = pg_catalog, pg_temp
+as $$
+begin
+    raise exception 'memsub: row_security is off in this session; memsub keeps tenants apart by row-level security and does not run without it'
+        using errcode = '42501', column = 'row_security',
+              hint = 'Reset it for the login or the database (alter role ... reset row_security), or set it on.';
+end
+$$;
+comment on function memsub._refuse_without_row_security() is
+    'Raises 42501 naming row_security: memsub.set_context, set_context_signed (through _store_context) and '
+    'authenticate_api_key call it when row_security is off in the session, which row-level security needs on.';
+
 create or replace function memsub._store_context(
     p_tenant_id uuid, p_org_id uuid, p_user_id uuid, p_roles text[], p_session_id text
 ) returns void
@@ -51,6 +69,9 @@ declare
     previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
     sealed   boolean;
 begin
+    if pg_catalog.current_setting('row_security') = 'off' then
+        perform memsub._refuse_without_row_security();
+    end if;
     -- One transaction acts for one tenant: a second context for another tenant is refused (platform admins,
     -- who reach every tenant anyway, excepted). A context written by hand does not count as a previous one:
     -- memsub.current_tenant_id() refuses its seal.
@@ -154,6 +175,9 @@ declare
     -- The message the seal covers starts with these (memsub._store_context says what it covers).
     prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
 begin
+    if pg_catalog.current_setting('row_security') = 'off' then
+        perform memsub._refuse_without_row_security();
+    end if;
     if p_tenant_id is null and not ('platform_admin' = any(coalesce(p_roles, '{}'))) then
         raise exception 'memsub.set_context: tenant_id must not be null'
             using errcode = '22004', column = 'tenant_id',

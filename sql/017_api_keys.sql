@@ -166,6 +166,9 @@ declare
     found_key record;
     requested text;
 begin
+    if pg_catalog.current_setting('row_security') = 'off' then  -- before the keys, which row security guards
+        perform memsub._refuse_without_row_security();
+    end if;
     if p_api_key is null or p_api_key !~ '^msk_[0-9a-f]{16}_[0-9a-f]+$' or length(p_api_key) <> 85 then
         raise exception 'memsub.authenticate_api_key: not an API key (msk_<16 hex>_<64 hex>)'
             using errcode = '28000', column = 'api_key';

@@ -18,7 +18,7 @@ from http_helpers import create_key
 from memsub.async_client import AsyncSubstrate
 from memsub.catalog_check import verify_catalog
 from memsub.client import Substrate
-from memsub.errors import ConflictError, contract_of_error, from_database_error
+from memsub.errors import ConflictError, ContextError, contract_of_error, from_database_error
 from memsub.http_api import create_app, problem_from_database
 from memsub.migrator import Migrator
 from memsub.models import parse_time
@@ -164,3 +164,20 @@ def test_the_http_api_answers_times_and_floats_whatever_the_logins_output_format
     written, read = anyio.run(scenario)
     assert parse_time(written["timestamp"]) == AT
     assert parse_time(read["timestamp"]) == AT and read["importance_score"] == PRECISE
+
+
+@pytest.mark.parametrize("kind", ["app", "analyst"])
+def test_a_login_without_row_security_is_refused_by_name_before_any_read(db: Any, kind: str) -> None:
+    """With row_security off, PostgreSQL raises instead of filtering a table under row-level security, at the
+    first one a call reads, naming the table (with a hint to take FORCE ROW LEVEL SECURITY off). memsub filters
+    every tenant's rows that way, so the context is refused, naming the setting."""
+    set_for_login(db, kind, "row_security", "off")
+    with Substrate(db.dsn(kind), max_size=1) as substrate:
+        with pytest.raises(ContextError) as raised, substrate.tenant(TENANT_A) as session:
+            session.fetch("select count(*) as n from memsub.packet_store")
+    error = raised.value
+    assert (error.sqlstate, error.field) == ("42501", "row_security")
+    assert "row_security" in str(error) and "policy" not in str(error)
+    with db.connect(kind) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+        conn.execute("select * from memsub.authenticate_api_key(%s)", ["msk_" + "0" * 16 + "_" + "0" * 64])
+    assert refused.value.diag.column_name == "row_security"  # the HTTP API's way in, before any key is read
