@@ -39,6 +39,8 @@ from memsub._calls import (
     method,
     one,
     optional,
+    query,
+    raw,
     rows,
     vector_or_none,
 )
@@ -274,15 +276,33 @@ def _read_modify_write(namespace: str, key: str, change: Callable[[Any], Any],
     return written
 
 
+_ISOLATION = "select pg_catalog.current_setting('transaction_isolation') as level"
+
+
+def _in_snapshot(level: str, conflict: ConflictError) -> ConflictError | None:
+    """The conflict to raise at once when a block's transaction runs at a snapshot level (REPEATABLE READ,
+    SERIALIZABLE: a login's or database's default_transaction_isolation): a retry to a savepoint reads the
+    snapshot the transaction began with, and would lose to the same newer version every time."""
+    if level == "read committed":
+        return None
+    return ConflictError(f"{conflict} (the block's transaction runs at {level}: a retry inside it reads the same "
+                         "snapshot and loses again; run the block again, or update in per-call mode)",
+                         sqlstate=conflict.sqlstate, field=conflict.field)
+
+
 def _update(session: SyncSession, namespace: str, key: str, change: Callable[[Any], Any],
             memory_type: MemoryType | None, attempts: int) -> MemoryEntry:
     for attempt in range(attempts):
         try:
             with nullcontext() if session.per_call else session.connection.transaction():
                 return session._drive(_read_modify_write(namespace, key, change, memory_type))
-        except ConflictError:
+        except ConflictError as conflict:
             if attempt == attempts - 1:
                 raise
+            if not session.per_call:
+                final = _in_snapshot(str(session._run(query(_ISOLATION, (), raw()))[0]["level"]), conflict)
+                if final is not None:
+                    raise final from conflict
     raise ValueError("attempts must be at least 1")
 
 
@@ -292,9 +312,13 @@ async def _update_async(session: AsyncSession, namespace: str, key: str, change:
         try:
             async with nullcontext() if session.per_call else session.connection.transaction():
                 return await session._drive(_read_modify_write(namespace, key, change, memory_type))
-        except ConflictError:
+        except ConflictError as conflict:
             if attempt == attempts - 1:
                 raise
+            if not session.per_call:
+                final = _in_snapshot(str((await session._run(query(_ISOLATION, (), raw())))[0]["level"]), conflict)
+                if final is not None:
+                    raise final from conflict
     raise ValueError("attempts must be at least 1")
 
 
@@ -316,7 +340,8 @@ class MemoryArea(Area[SessionT]):
         ``memory_type`` is given; semantic for a new entry) and metadata, as memsub.memory_write writes (a long-term
         version without a vector); on a version conflict the attempt is undone (to a savepoint, or with its own
         transaction in per-call mode), re-read and retried, at most ``attempts`` times (awaited on the async
-        session)."""
+        session). In a block whose transaction runs at REPEATABLE READ or SERIALIZABLE a retry would read the
+        same snapshot: the first conflict is raised, to run the block again."""
         if isinstance(self._session, AsyncSession):
             return _update_async(self._session, namespace, key, change, memory_type, attempts)
         return _update(self._session, namespace, key, change, memory_type, attempts)

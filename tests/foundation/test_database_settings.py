@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
+from uuid import uuid4
 
 import anyio
 import httpx
@@ -181,3 +182,32 @@ def test_a_login_without_row_security_is_refused_by_name_before_any_read(db: Any
     with db.connect(kind) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
         conn.execute("select * from memsub.authenticate_api_key(%s)", ["msk_" + "0" * 16 + "_" + "0" * 64])
     assert refused.value.diag.column_name == "row_security"  # the HTTP API's way in, before any key is read
+
+
+@pytest.mark.parametrize("isolation", ["repeatable read", "serializable"])
+def test_update_in_a_block_at_a_snapshot_level_stops_at_the_first_conflict(db: Any, isolation: str) -> None:
+    """memory.update retries a lost race inside the block, to a savepoint: under READ COMMITTED the retry reads
+    the version that won. At REPEATABLE READ or SERIALIZABLE the block's transaction keeps the snapshot it began
+    with, so every retry would read the same old version and lose again: the first conflict is raised at once,
+    saying to run the block again. In per-call mode each attempt is a transaction of its own and retries."""
+    set_for_login(db, "app", "default_transaction_isolation", isolation)
+    user = uuid4()
+    namespace = f"user:{user}:counters"
+    seen: list[Any] = []
+
+    def bump(value: Any) -> Any:
+        seen.append(value)
+        return value + 1
+
+    with Substrate(db.dsn("app"), max_size=2) as substrate:
+        with substrate.tenant(TENANT_A, user_id=user) as session:
+            session.memory.write(namespace, "hits", 1)
+        with pytest.raises(ConflictError) as raised, substrate.tenant(TENANT_A, user_id=user) as stale:
+            assert stale.memory.get(namespace, "hits").value == 1  # the block's snapshot
+            with substrate.tenant(TENANT_A, user_id=user, per_call=True) as other:
+                assert other.memory.update(namespace, "hits", bump).value == 2
+            stale.memory.update(namespace, "hits", bump, attempts=5)
+        assert seen == [1, 1]  # the other writer's attempt, then this block's only one
+        assert "snapshot" in str(raised.value) and isolation in str(raised.value)
+        with substrate.tenant(TENANT_A, user_id=user, per_call=True) as session:
+            assert session.memory.update(namespace, "hits", bump).value == 3
