@@ -57,8 +57,9 @@ class StateError(MemsubError):
 
 
 class ReadOnlyError(StateError):
-    """A write (or a call that writes) sent to a server or transaction that is read-only: a hot standby, or a
-    transaction begun READ ONLY (SQLSTATE 25006). Nothing was written; send it to the primary."""
+    """A write (or a call that writes) sent to a server or transaction that is read-only: a hot standby, a login
+    or database with default_transaction_read_only, or a transaction begun READ ONLY (SQLSTATE 25006). Nothing was
+    written; send it to the primary, or through a login that may write."""
 
 
 class SessionClosed(StateError):

@@ -19,7 +19,7 @@ from http_helpers import create_key
 from memsub.async_client import AsyncSubstrate
 from memsub.catalog_check import verify_catalog
 from memsub.client import Substrate
-from memsub.errors import ConflictError, ContextError, contract_of_error, from_database_error
+from memsub.errors import ConflictError, ContextError, ReadOnlyError, contract_of_error, from_database_error
 from memsub.http_api import create_app, problem_from_database
 from memsub.migrator import Migrator
 from memsub.models import parse_time
@@ -211,3 +211,27 @@ def test_update_in_a_block_at_a_snapshot_level_stops_at_the_first_conflict(db: A
         assert "snapshot" in str(raised.value) and isolation in str(raised.value)
         with substrate.tenant(TENANT_A, user_id=user, per_call=True) as session:
             assert session.memory.update(namespace, "hits", bump).value == 3
+
+
+def test_a_read_only_analyst_reads_and_a_read_only_writer_is_refused_by_contract(db: Any) -> None:
+    """A DBA makes a login read-only (default_transaction_read_only, or a hot standby): an analyst's reads write
+    nothing and go on; a write is refused with SQLSTATE 25006, a ReadOnlyError and HTTP 503 ``read-only``, not a
+    server error."""
+    with Substrate(db.dsn("app"), max_size=1) as substrate, substrate.tenant(TENANT_A) as session:
+        session.packets.write({"packet_type": "event", "payload": {"text": "boiler"}, "memory": {"relationships": [
+            {"source_entity": "Ada", "relationship_type": "uses", "target_entity": "Boiler"}]}})
+    for kind in ("analyst", "app"):
+        set_for_login(db, kind, "default_transaction_read_only", "on")
+    with Substrate(db.dsn("analyst"), max_size=1) as substrate, substrate.tenant(TENANT_A) as session:
+        assert session.search.hybrid("boiler", None, k=3) == []  # searched, recording nothing
+        assert [path.entity for path in session.graph.traverse("Ada")] == ["Boiler"]
+        assert session.fetch("select count(*) as n from memsub.tenant_entity_graph") == [{"n": 0}]  # not refreshed
+    with Substrate(db.dsn("app"), max_size=1) as substrate:
+        with pytest.raises(ReadOnlyError) as raised, substrate.tenant(TENANT_A) as session:
+            session.packets.write({"packet_type": "event", "payload": 2})
+    assert raised.value.sqlstate == "25006"
+    with db.connect("app") as conn, pytest.raises(psycopg.errors.ReadOnlySqlTransaction) as refused:
+        set_context(conn, TENANT_A)
+        conn.execute("select memsub.write_packet(%s::jsonb)", ['{"packet_type": "event", "payload": 3}'])
+    problem = problem_from_database(refused.value)
+    assert (problem.status, problem.kind) == (503, "read-only")
