@@ -439,7 +439,7 @@ def call_arguments(source: dict[str, Any], arguments: Sequence[Argument],
     parts: list[sql.Composable] = []
     values: list[Any] = []
     for name, cast, value in fixed:
-        parts.append(sql.SQL("{} => %s::{}").format(sql.Identifier(f"p_{name}"), sql.SQL(cast)))
+        parts.append(_argument(name, cast))
         values.append(value)
     for argument in arguments:
         if argument.name not in source or source[argument.name] is None:
@@ -453,9 +453,18 @@ def call_arguments(source: dict[str, Any], arguments: Sequence[Argument],
             parts.append(sql.SQL("{} => {} -> {}").format(sql.Identifier(f"p_{argument.name}"), body,
                                                           sql.Literal(argument.name)))
             continue
-        parts.append(sql.SQL("{} => %s::{}").format(sql.Identifier(f"p_{argument.name}"), sql.SQL(argument.cast)))
+        parts.append(_argument(argument.name, argument.cast))
         values.append(checked)
     return sql.SQL(", ").join(parts), values
+
+
+def _argument(name: str, cast: str) -> sql.Composed:
+    """``p_name => %s::cast``; a vector without a cast: pgvector's type is in the schema its extension was
+    installed in, which the login's search_path may not hold, and the value already travels as that type (the
+    client's binary vector, or NULL, which takes the one parameter type of the function's argument)."""
+    if cast == "vector":
+        return sql.SQL("{} => %s").format(sql.Identifier(f"p_{name}"))
+    return sql.SQL("{} => %s::{}").format(sql.Identifier(f"p_{name}"), sql.SQL(cast))
 
 
 def query_fields(request: Request, arguments: Sequence[Argument]) -> dict[str, Any]:

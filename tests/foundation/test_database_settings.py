@@ -235,3 +235,40 @@ def test_a_read_only_analyst_reads_and_a_read_only_writer_is_refused_by_contract
         conn.execute("select memsub.write_packet(%s::jsonb)", ['{"packet_type": "event", "payload": 3}'])
     problem = problem_from_database(refused.value)
     assert (problem.status, problem.kind) == (503, "read-only")
+
+
+@pytest.mark.parametrize(("path", "shown"), [("''", '""'), ('"$user"', '"$user"'), ("pg_catalog", "pg_catalog")])
+def test_the_client_and_the_http_api_work_under_a_logins_search_path_without_the_extensions_schema(
+        db: Any, path: str, shown: str) -> None:
+    """memsub's own functions pin their search_path; what the client and the HTTP server send must not depend on
+    the login's: pgvector's type is found in whichever schema holds it, and named by nobody's search_path."""
+    with db.connect(autocommit=True) as conn:
+        dimension = int(conn.execute("select memsub.vector_dimension()").fetchone()[0])  # type: ignore[index]
+        conn.execute(sql.SQL("alter role {} in database {} set search_path = {}").format(
+            sql.Identifier(login_role("app")), sql.Identifier(db.name), sql.SQL(path)))
+    vector = [0.0] * dimension
+    vector[3] = 1.0
+    user = uuid4()
+    with Substrate(db.dsn("app"), max_size=1) as substrate, substrate.tenant(TENANT_A, user_id=user) as session:
+        assert session.fetch("select current_setting('search_path') as path") == [{"path": shown}]
+        session.memory.write(f"user:{user}:notes", "first", "v", embedding=vector)
+        assert [hit.key for hit in session.memory.search("v", vector)] == ["first"]
+    with db.connect(autocommit=True) as conn:
+        conn.execute("select memsub.unbind_login(%s)", [login_role("app")])  # the HTTP API's key names the tenant
+    key = str(create_key(db.dsn("platform_admin"), TENANT_A, user=user)["api_key"])
+
+    async def scenario() -> list[httpx.Response]:
+        app = create_app(db.dsn("app"), min_size=1, max_size=1)
+        await app.state.pool.open(wait=True)
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://memsub.test",
+                                         headers={"Authorization": f"Bearer {key}"}) as client:
+                return [await client.put(f"/api/v1/memory/namespace/user:{user}:notes/keys/second",
+                                         json={"value": "w", "embedding": vector}),
+                        await client.post("/api/v1/search/semantic", json={"query": vector, "k": 3}),
+                        await client.post("/api/v1/search/hybrid", json={"query_text": "v", "k": 3})]
+        finally:
+            await app.state.pool.close()
+
+    for response in anyio.run(scenario):
+        assert response.status_code == 200, (response.request.url, response.text)
