@@ -72,11 +72,14 @@ select l.pid, a.usename, a.application_name
    and l.database = (select oid from pg_catalog.pg_database where datname = pg_catalog.current_database())
    and l.pid <> pg_catalog.pg_backend_pid()"""
 # Timeouts a database, a role or the server's configuration sets for the applications' sessions, which would cancel
-# a migration that rebuilds data partway: statement_timeout and transaction_timeout (PostgreSQL 17+). The
-# migrator's session turns them off unless its own connection sets them (PGOPTIONS, options in the DSN); its waits
-# are bounded by lock_timeout (``lock_wait``) instead.
+# a migration that rebuilds data partway: statement_timeout and transaction_timeout (PostgreSQL 17+), and
+# idle_in_transaction_session_timeout, which ends the session between two statements of a migration's transaction,
+# while the migrator prepares the next one. The migrator's session turns them off unless its own
+# connection sets them (PGOPTIONS, options in the DSN); its waits are bounded by lock_timeout (``lock_wait``)
+# instead.
 _NO_RUN_TIMEOUTS = ("pg_catalog.set_config(name, '0', false) from pg_catalog.pg_settings "
-                    "where name in ('statement_timeout', 'transaction_timeout') and source <> 'client'")
+                    "where name in ('statement_timeout', 'transaction_timeout', "
+                    "'idle_in_transaction_session_timeout') and source <> 'client'")
 # Whether all the history tables named exist, read from the catalog: to_regclass would need USAGE on schema memsub.
 _HISTORY_TABLES = ("select count(*) = cardinality(%(tables)s::text[]) as present from pg_catalog.pg_class c "
                    "where c.relnamespace = (select oid from pg_catalog.pg_namespace where nspname = 'memsub') "

@@ -272,3 +272,11 @@ def test_the_client_and_the_http_api_work_under_a_logins_search_path_without_the
 
     for response in anyio.run(scenario):
         assert response.status_code == 200, (response.request.url, response.text)
+
+
+def test_the_migrator_installs_under_a_databases_short_session_timeouts(empty_db: Any) -> None:
+    """A DBA's timeouts for the applications' sessions, set on the database: the migrator's session turns off
+    those that would end a migration partway (between its statements a migration is idle in its transaction)."""
+    set_for_database(empty_db, {"statement_timeout": "20ms", "idle_in_transaction_session_timeout": "10ms"})
+    report = Migrator(empty_db.dsn()).migrate()
+    assert report.applied and not Migrator(empty_db.dsn()).migrate().applied
