@@ -35,7 +35,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row, tuple_row
 
-from memsub.connection import OUTPUT_FORMATS, first_line, output_formats
+from memsub.connection import OUTPUT_FORMATS, first_line, lift_run_timeouts, output_formats
 from memsub.schema_files import Repeatable, split_statements
 
 if TYPE_CHECKING:
@@ -394,6 +394,7 @@ def _installed(text: str, dimension: str | None) -> str:
 
 def fingerprint_dsn(dsn: str, roles: bool = True) -> Fingerprint:
     with psycopg.connect(dsn, autocommit=True) as conn:
+        lift_run_timeouts(conn)  # the catalog's queries are long by nature, and read in one transaction
         return fingerprint(conn, roles=roles)
 
 

@@ -249,13 +249,14 @@ def probe(dsn: str) -> None:
 # PostgreSQL 17+). `memsub login-timeouts` sets statement_timeout on logins for the applications' statements; a
 # maintenance run is one long statement by nature (CALL memsub.refresh_memory_views() refreshes every view in one),
 # and a timeout that fires partway stops it there. Its lock waits stay bounded by lock_timeout.
-_RUN_TIMEOUTS = ("statement_timeout", "transaction_timeout")
+_RUN_TIMEOUTS = ("statement_timeout", "transaction_timeout", "idle_in_transaction_session_timeout")
 
 
 def lift_run_timeouts(conn: psycopg.Connection[Any]) -> list[str]:
-    """Turn off, for this session, the statement and transaction timeouts that its connection string did not set
-    (those of the login, the database or the server's configuration); one given on the connection
-    (PGOPTIONS, ``options`` in the DSN) stays. Returns the names turned off, for ``restore_run_timeouts``."""
+    """Turn off, for this session, the statement, transaction and idle-in-transaction timeouts that its connection
+    string did not set (those of the login, the database or the server's configuration: a guard against
+    applications, which would stop an operator's long task partway); one given on the connection (PGOPTIONS,
+    ``options`` in the DSN) stays. Returns the names turned off, for ``restore_run_timeouts``."""
     lifted = [name for (name,) in conn.cursor(row_factory=tuple_row).execute(
         "select name from pg_catalog.pg_settings where name = any(%s) and source <> 'client' and setting <> '0'",
         [list(_RUN_TIMEOUTS)]).fetchall()]

@@ -12,12 +12,14 @@ import anyio
 import httpx
 import psycopg
 import pytest
+from click.testing import CliRunner
 from psycopg import sql
 
 from conftest import login_role
 from http_helpers import create_key
 from memsub.async_client import AsyncSubstrate
-from memsub.catalog_check import verify_catalog
+from memsub.catalog_check import fingerprint_dsn, verify_catalog
+from memsub.cli import main as cli
 from memsub.client import Substrate
 from memsub.errors import ConflictError, ContextError, ReadOnlyError, contract_of_error, from_database_error
 from memsub.http_api import create_app, problem_from_database
@@ -280,3 +282,13 @@ def test_the_migrator_installs_under_a_databases_short_session_timeouts(empty_db
     set_for_database(empty_db, {"statement_timeout": "20ms", "idle_in_transaction_session_timeout": "10ms"})
     report = Migrator(empty_db.dsn()).migrate()
     assert report.applied and not Migrator(empty_db.dsn()).migrate().applied
+
+
+def test_maintain_and_verify_run_under_a_databases_short_session_timeouts(db: Any) -> None:
+    """memsub maintain, refresh-views and verify turn off the applications' run timeouts for their own session, as
+    the migrator does: a maintenance task and the catalog read verify compares are long by nature."""
+    set_for_database(db, {"statement_timeout": "20ms", "idle_in_transaction_session_timeout": "10ms"})
+    for command in ("maintain", "refresh-views"):
+        result = CliRunner().invoke(cli, [command, "--dsn", db.dsn()])
+        assert result.exit_code == 0, result.output
+    assert fingerprint_dsn(db.dsn())  # what memsub verify reads of the installed catalog
