@@ -109,6 +109,36 @@ def public_schema_creators(conn: psycopg.Connection[Any], installer: str | None 
 PUBLIC_SCHEMA_CHECK = "schema public: only trusted roles may create objects in it"
 
 
+ROW_SECURITY_CHECK = "row_security not turned off for memsub's logins"
+CLIENT_ROLES = ("memsub_app", "memsub_tenant_admin", "memsub_platform_admin", "memsub_analyst")
+
+
+def row_security_off(conn: psycopg.Connection[Any]) -> list[str]:
+    """Where row_security is turned off for the logins of memsub's client roles in this database: the database
+    itself or every database (for every login), or a login in one of those roles (``alter role ... set``, for this
+    database or every one). memsub keeps tenants apart by row-level security and refuses such a session's context
+    (memsub.set_context, 42501 naming row_security); a login outside memsub's roles, a backup tool's, may keep it."""
+    rows = conn.execute("""
+        select case when s.setrole = 0 and s.setdatabase = 0 then 'every database'
+                    when s.setrole = 0 then 'database ' || pg_catalog.current_database()
+                    else 'login ' || r.rolname || case when s.setdatabase = 0 then ' (every database)' else '' end
+               end
+          from pg_catalog.pg_db_role_setting s
+          left join pg_catalog.pg_roles r on r.oid = s.setrole
+         where s.setdatabase in (0, (select d.oid from pg_catalog.pg_database d
+                                      where d.datname = pg_catalog.current_database()))
+           and exists (select from pg_catalog.unnest(s.setconfig) c
+                        where pg_catalog.lower(pg_catalog.split_part(c, '=', 1)) = 'row_security'
+                          and pg_catalog.lower(pg_catalog.substr(c, pg_catalog.strpos(c, '=') + 1))
+                              in ('off', 'of', 'false', 'fals', 'fal', 'fa', 'f', 'no', 'n', '0'))
+           and (s.setrole = 0
+                or exists (select from pg_catalog.unnest(%s::text[]) g(name)
+                            where pg_catalog.to_regrole(g.name) is not null
+                              and pg_catalog.pg_has_role(s.setrole, pg_catalog.to_regrole(g.name), 'MEMBER')))
+         order by 1""", [list(CLIENT_ROLES)]).fetchall()
+    return [str(r[0]) if not isinstance(r, dict) else str(next(iter(r.values()))) for r in rows]
+
+
 def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> list[Check]:
     """Every check, passed or not; reads the catalogs only."""
     checks: list[Check] = []
@@ -192,6 +222,11 @@ def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> l
                         f"{', '.join(creators)} may: memsub's functions search public for pgvector, so what such a "
                         f"role plants there would run as memsub's owner (revoke create on schema public from "
                         f"{', '.join(c.lower() for c in creators)}, or give the schema a trusted owner)"))
+    turned_off = row_security_off(conn)
+    checks.append(Check(ROW_SECURITY_CHECK, not turned_off, "" if not turned_off else
+                        f"off for {', '.join(turned_off)}: memsub keeps tenants apart by row-level security and "
+                        "refuses such a session's context (reset it: alter database ... reset row_security, "
+                        "alter role ... in database ... reset row_security)"))
     return checks
 
 

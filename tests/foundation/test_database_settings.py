@@ -25,6 +25,7 @@ from memsub.errors import ConflictError, ContextError, ReadOnlyError, contract_o
 from memsub.http_api import create_app, problem_from_database
 from memsub.migrator import Migrator
 from memsub.models import parse_time
+from memsub.preflight import ROW_SECURITY_CHECK, run_checks
 
 from helpers import TENANT_A, set_context
 
@@ -292,3 +293,26 @@ def test_maintain_and_verify_run_under_a_databases_short_session_timeouts(db: An
         result = CliRunner().invoke(cli, [command, "--dsn", db.dsn()])
         assert result.exit_code == 0, result.output
     assert fingerprint_dsn(db.dsn())  # what memsub verify reads of the installed catalog
+
+
+def test_preflight_names_the_database_and_the_memsub_logins_that_turn_row_security_off(db: Any) -> None:
+    """A setting memsub cannot run under is found before installing (and before every upgrade), naming where it is
+    set: the database for every login, or a login in a memsub role. A login outside memsub's roles (a backup
+    tool's) may keep it."""
+    with db.connect(autocommit=True) as admin:
+        admin.execute("create role memsub_test_backup login")
+        try:
+            set_for_login(db, "analyst", "row_security", "off")
+            admin.execute(sql.SQL("alter role memsub_test_backup in database {} set row_security = off").format(
+                sql.Identifier(db.name)))
+            failed = [c for c in run_checks(admin, []) if not c.ok]
+            assert [c.what for c in failed] == [ROW_SECURITY_CHECK]
+            assert login_role("analyst") in failed[0].detail and "memsub_test_backup" not in failed[0].detail
+            set_for_login(db, "analyst", "row_security", "on")
+            assert [c for c in run_checks(admin, []) if not c.ok] == []
+            set_for_database(db, {"row_security": "off"})
+            failed = [c for c in run_checks(admin, []) if not c.ok]
+            assert [c.what for c in failed] == [ROW_SECURITY_CHECK] and f"database {db.name}" in failed[0].detail
+        finally:
+            admin.execute(sql.SQL("drop owned by memsub_test_backup"))
+            admin.execute("drop role memsub_test_backup")
