@@ -118,6 +118,7 @@ declare
     v_row      memsub.memory_entries;
     v_previous memsub.memory_entries;
     v_column   text;
+    v_detail   text;
     v_superseded uuid;  -- the version this one supersedes
 begin
     -- Under REPEATABLE READ or SERIALIZABLE a version committed after the transaction's snapshot is invisible to
@@ -133,8 +134,11 @@ begin
                                                 p_session_id, p_embedding, p_in_snapshot => true);
         exception
             when serialization_failure then
-                get stacked diagnostics v_column = column_name;
-                if v_column = 'expected_version' then
+                -- A failure of serializable snapshot isolation (a read/write dependency with another transaction,
+                -- over any rows) says nothing of this key: it stays PostgreSQL's. Its detail is a "Reason code",
+                -- which PostgreSQL never translates; the unique key's conflict with an unseen version has none.
+                get stacked diagnostics v_column = column_name, v_detail = pg_exception_detail;
+                if v_column = 'expected_version' or v_detail like 'Reason code: %' then
                     raise;
                 end if;
                 select m.version into v_current
@@ -258,7 +262,9 @@ comment on function memsub._store_memory_version(text, text, jsonb, text, jsonb,
     'COMMITTED; at the snapshot levels PostgreSQL''s own 40001 stands). Under '
     'REPEATABLE READ or SERIALIZABLE a stated version that a version committed after the snapshot made stale '
     'is refused as a stale write too (40001 naming expected_version; current_version is the first version the '
-    'snapshot cannot see). p_in_snapshot: set by that guard for its inner call only. Not granted to clients.';
+    'snapshot cannot see); a SERIALIZABLE failure over other rows (a read/write dependency, whose detail is a '
+    '"Reason code") stays PostgreSQL''s 40001, naming no field. p_in_snapshot: set by that guard for its inner '
+    'call only. Not granted to clients.';
 
 drop function if exists memsub.memory_write(text, text, jsonb, integer, text, jsonb);
 create or replace function memsub.memory_write(

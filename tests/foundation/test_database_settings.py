@@ -316,3 +316,32 @@ def test_preflight_names_the_database_and_the_memsub_logins_that_turn_row_securi
         finally:
             admin.execute(sql.SQL("drop owned by memsub_test_backup"))
             admin.execute("drop role memsub_test_backup")
+
+
+def test_a_serialization_failure_of_other_rows_is_not_reported_as_a_stale_version_of_the_key(db: Any) -> None:
+    """Under SERIALIZABLE, two transactions that each read a key the other writes (write skew) cannot both commit.
+    memory_write turns PostgreSQL's 40001 into its own stale version only when a version of the key itself
+    was written after the snapshot; here none was, and the failure stays PostgreSQL's, naming nothing: a
+    busy conflict to retry, not a key with a version it does not have."""
+    set_for_login(db, "app", "default_transaction_isolation", "serializable")
+    user = uuid4()
+    namespace = f"user:{user}:skew"
+
+    def read(conn: psycopg.Connection[Any], key: str) -> None:
+        set_context(conn, TENANT_A, user=user)
+        conn.execute("select * from memsub.memory_get(%s, %s)", [namespace, key])
+
+    def write(conn: psycopg.Connection[Any], key: str) -> None:
+        conn.execute("select * from memsub.memory_write(%s, %s, '1'::jsonb)", [namespace, key])
+
+    with db.connect("app") as first, db.connect("app") as second:
+        read(first, "a")
+        read(second, "b")
+        write(first, "b")
+        first.commit()
+        with pytest.raises(psycopg.errors.SerializationFailure) as raised:
+            write(second, "a")
+        second.rollback()
+    error = raised.value
+    assert error.diag.column_name is None, error.diag.message_primary
+    assert problem_from_database(error).status == 503
