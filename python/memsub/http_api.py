@@ -109,8 +109,8 @@ def problem_from_database(error: psycopg.Error) -> Problem:
     headers: dict[str, str] = {}
     if sqlstate == "54000" and error.diag.message_detail:
         extra["limit"] = error.diag.message_detail
-    if sqlstate == "40001" and error.diag.message_detail:
-        extra["conflict"] = error.diag.message_detail
+    if sqlstate == "40001" and error.diag.column_name and error.diag.message_detail:
+        extra["conflict"] = error.diag.message_detail  # memsub's stale version; PostgreSQL's own names no field
     if code == 401:
         headers["WWW-Authenticate"] = 'Bearer realm="memsub"'
     return Problem(code, kind, title, error.diag.message_primary or str(error), field=error.diag.column_name,
