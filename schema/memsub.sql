@@ -4520,6 +4520,21 @@ ALTER FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) O
 
 COMMENT ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) IS 'Internal: raises 22023 naming p_field (its message prefixed by p_caller when given) for a vector whose cosine distance to itself is NaN: a zero vector, or one whose squares under- or overflow single precision.';
 
+CREATE FUNCTION memsub._refuse_without_row_security() RETURNS void
+    LANGUAGE plpgsql STABLE
+    SET search_path TO 'pg_catalog', 'pg_temp'
+    AS $$
+begin
+    raise exception 'memsub: row_security is off in this session; memsub keeps tenants apart by row-level security and does not run without it'
+        using errcode = '42501', column = 'row_security',
+              hint = 'Reset it for the login or the database (alter role ... reset row_security), or set it on.';
+end
+$$;
+
+ALTER FUNCTION memsub._refuse_without_row_security() OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._refuse_without_row_security() IS 'Raises 42501 naming row_security: memsub.set_context, set_context_signed (through _store_context) and authenticate_api_key call it when row_security is off in the session, which row-level security needs on.';
+
 CREATE FUNCTION memsub._refuse_wrong_dimension(p_field text, p_dims integer) RETURNS void
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -5059,6 +5074,9 @@ declare
     previous text := nullif(pg_catalog.current_setting('memsub.tenant_id', true), '');
     sealed   boolean;
 begin
+    if pg_catalog.current_setting('row_security') = 'off' then
+        perform memsub._refuse_without_row_security();
+    end if;
     -- One transaction acts for one tenant: a second context for another tenant is refused (platform admins,
     -- who reach every tenant anyway, excepted). A context written by hand does not count as a previous one:
     -- memsub.current_tenant_id() refuses its seal.
@@ -5118,6 +5136,7 @@ declare
     v_row      memsub.memory_entries;
     v_previous memsub.memory_entries;
     v_column   text;
+    v_detail   text;
     v_superseded uuid;  -- the version this one supersedes
 begin
     -- Under REPEATABLE READ or SERIALIZABLE a version committed after the transaction's snapshot is invisible to
@@ -5133,8 +5152,11 @@ begin
                                                 p_session_id, p_embedding, p_in_snapshot => true);
         exception
             when serialization_failure then
-                get stacked diagnostics v_column = column_name;
-                if v_column = 'expected_version' then
+                -- A failure of serializable snapshot isolation (a read/write dependency with another transaction,
+                -- over any rows) says nothing of this key: it stays PostgreSQL's. Its detail is a "Reason code",
+                -- which PostgreSQL never translates; the unique key's conflict with an unseen version has none.
+                get stacked diagnostics v_column = column_name, v_detail = pg_exception_detail;
+                if v_column = 'expected_version' or v_detail like 'Reason code: %' then
                     raise;
                 end if;
                 select m.version into v_current
@@ -5253,7 +5275,7 @@ $$;
 
 ALTER FUNCTION memsub._store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination): a version committed concurrently becomes the one before it (under READ COMMITTED; at the snapshot levels PostgreSQL''s own 40001 stands). Under REPEATABLE READ or SERIALIZABLE a stated version that a version committed after the snapshot made stale is refused as a stale write too (40001 naming expected_version; current_version is the first version the snapshot cannot see). p_in_snapshot: set by that guard for its inner call only. Not granted to clients.';
+COMMENT ON FUNCTION memsub._store_memory_version(p_namespace text, p_key text, p_value jsonb, p_memory_type text, p_metadata jsonb, p_expected_version integer, p_check_version boolean, p_delete boolean, p_operation text, p_details jsonb, p_session_id text, p_embedding public.vector, p_in_snapshot boolean) IS 'Internal: validates and writes one version of (namespace, key) (a tombstone when p_delete), with p_embedding in the same row (checked by the caller), enforcing the namespace write rules and, when p_check_version, the optimistic lock; audits it as p_operation. Without p_check_version the write is last-write-wins (session termination): a version committed concurrently becomes the one before it (under READ COMMITTED; at the snapshot levels PostgreSQL''s own 40001 stands). Under REPEATABLE READ or SERIALIZABLE a stated version that a version committed after the snapshot made stale is refused as a stale write too (40001 naming expected_version; current_version is the first version the snapshot cannot see); a SERIALIZABLE failure over other rows (a read/write dependency, whose detail is a "Reason code") stays PostgreSQL''s 40001, naming no field. p_in_snapshot: set by that guard for its inner call only. Not granted to clients.';
 
 CREATE FUNCTION memsub._store_packet_envelope(p_envelope jsonb, p_position integer, p_vectors public.vector[] DEFAULT NULL::public.vector[]) RETURNS memsub.packet_write_result
     LANGUAGE plpgsql
@@ -6561,6 +6583,9 @@ declare
     found_key record;
     requested text;
 begin
+    if pg_catalog.current_setting('row_security') = 'off' then  -- before the keys, which row security guards
+        perform memsub._refuse_without_row_security();
+    end if;
     if p_api_key is null or p_api_key !~ '^msk_[0-9a-f]{16}_[0-9a-f]+$' or length(p_api_key) <> 85 then
         raise exception 'memsub.authenticate_api_key: not an API key (msk_<16 hex>_<64 hex>)'
             using errcode = '28000', column = 'api_key';
@@ -11631,6 +11656,9 @@ declare
     -- The message the seal covers starts with these (memsub._store_context says what it covers).
     prefix constant text := pg_catalog.concat_ws('|', session_user, extract(epoch from pg_catalog.transaction_timestamp()));
 begin
+    if pg_catalog.current_setting('row_security') = 'off' then
+        perform memsub._refuse_without_row_security();
+    end if;
     if p_tenant_id is null and not ('platform_admin' = any(coalesce(p_roles, '{}'))) then
         raise exception 'memsub.set_context: tenant_id must not be null'
             using errcode = '22004', column = 'tenant_id',
@@ -17604,6 +17632,8 @@ REVOKE ALL ON FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_
 REVOKE ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text) TO memsub_analyst;
+
+REVOKE ALL ON FUNCTION memsub._refuse_without_row_security() FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._refuse_wrong_dimension(p_field text, p_dims integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._refuse_wrong_dimension(p_field text, p_dims integer) TO memsub_app;
