@@ -186,8 +186,11 @@ begin
                             where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
                               and n.version > m.version)
          order by m.namespace, m.key
-           for update of m
+           for update of m skip locked
     loop
+        -- An entry a concurrent transaction holds (a memory_touch not yet committed, an application's own lock)
+        -- is skipped, left for the next run: waiting for it would hold every entry locked so far, and the
+        -- applications touching them, for as long as that transaction lasts.
         -- The version was the key's latest when the run started; one written since (a consolidation's) is the
         -- one judged instead.
         v_entry := memsub._memory_latest_locked(v_tenant, v_row.namespace, v_row.key);
@@ -223,7 +226,8 @@ comment on function memsub.memory_maintenance(double precision, interval) is
     'every latest live STM entry whose importance * strength now reaches threshold (default 1.0; strength halves '
     'every half_life, default 7 days, without access) is promoted to LTM (short_term false, promoted_at, audited '
     'as memory_promote). Reports every STM entry it looked at: promoted or kept. A version of a key written while '
-    'the run waited for it (a consolidation''s) is the one judged and reported. One run per tenant at a time '
+    'the run waited for it (a consolidation''s) is the one judged and reported. An entry a concurrent transaction '
+    'holds locked is neither waited for nor reported: the next run judges it. One run per tenant at a time '
     '(maintenance lock).';
 
 grant execute on function

@@ -331,10 +331,28 @@ def test_a_promotion_committed_while_its_key_is_consolidated_is_kept(db):
     assert versions[-1] == {"version": 3, "short_term": False, "promoted": True}
 
 
-def test_a_promotion_that_waited_for_a_consolidation_goes_to_the_new_version(db):
-    """A promotion waiting for a consolidation of its key promotes the version the consolidation wrote, the key's
-    live version once it commits, and reports that one. Before, it promoted the version consolidated into it,
-    which no reader takes any more, and the live version stayed short-term until the next run."""
-    report, versions = _promoted_and_consolidated(db, promote_first=False)
-    assert report == [{"version": 3, "outcome": "promoted"}]
-    assert versions[-1] == {"version": 3, "short_term": False, "promoted": True}
+def test_a_promotion_passes_a_key_being_consolidated_and_the_next_run_promotes_the_new_version(db):
+    """A promotion meeting a consolidation of its key in progress does not wait for it (waiting would hold every
+    entry the run locked before, and the applications touching them): it passes the key, and never promotes the
+    version consolidated away, which no reader takes any more. The next run promotes the version the consolidation
+    wrote, the key's live version."""
+    ns = f"user:{ALICE}:notes"
+    with db.connect("app") as conn:
+        as_user(conn, ALICE)
+        remember_short_term(conn, ns, "tea", "green", "oolong")
+        conn.commit()
+    promote = "select version, outcome from memsub.memory_maintenance(p_threshold => 0.5)"
+    with db.connect("tenant_admin") as promoter, db.connect("tenant_admin") as consolidator:
+        admin(consolidator)
+        assert rows(consolidator, "select version, outcome from memsub.consolidate_memories()")
+        promoter.execute("set lock_timeout = '5s'")  # a wait for the consolidation ends as an error
+        admin(promoter)
+        assert rows(promoter, promote) == []  # the consolidation holds the key: passed, not waited for
+        promoter.commit()
+        consolidator.commit()
+        admin(promoter)
+        assert rows(promoter, promote) == [{"version": 3, "outcome": "promoted"}]
+        promoter.commit()
+    versions = ground_truth(db, "select version, short_term, promoted_at is not null as promoted "
+                                "from memsub.memory_entries where key = 'tea' order by version")
+    assert [v for v in versions if v["promoted"]] == [{"version": 3, "short_term": False, "promoted": True}]

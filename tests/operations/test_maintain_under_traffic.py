@@ -8,8 +8,14 @@ applications were told (bench/maintain_under_traffic.py is the longer run, with 
 from __future__ import annotations
 
 import sys
+import threading
+import uuid
 from pathlib import Path
 from typing import Any
+
+from memsub.maintain import RoundReport, run_round
+
+from helpers import TENANT_A, set_context
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 if str(BENCH) not in sys.path:
@@ -34,3 +40,39 @@ def test_maintenance_beside_applications_of_several_tenants_breaks_nothing(db384
                                           "refresh_memory_views()", "vector_index_rebuild"}, report["maintenance"]
     assert report["calls"] > 100
     assert report["invariants"] == []
+
+
+NOTES = "user:aaaaaaaa-0000-0000-0000-0000000000a1:notes"
+USER = uuid.UUID("aaaaaaaa-0000-0000-0000-0000000000a1")
+
+
+def test_memory_maintenance_passes_an_entry_a_writer_holds_and_holds_up_no_other(db: Any) -> None:
+    """An application transaction holds one short-term entry (a memory_touch not yet committed). The run of
+    memory_maintenance does not wait for it, holding every entry it locked before it meanwhile (so that touches of
+    those waited for the holder, through maintenance, and maintain itself waited as long as the holder's
+    transaction, its statement timeout lifted): it leaves the held entry for the next run and finishes."""
+    with db.connect("app") as writer:
+        set_context(writer, TENANT_A, user=USER)
+        for key in ("a", "b", "c"):
+            writer.execute("select memsub.memory_remember(%s, %s, '1'::jsonb, 'STM', 0.5)", [NOTES, key])
+        writer.commit()
+    with db.connect("app") as holder, db.connect("app") as other:
+        set_context(holder, TENANT_A, user=USER)
+        holder.execute("select memsub.memory_touch(%s, 'b')", [NOTES])  # row lock on b until it ends
+        reports: list[RoundReport] = []
+        maintaining = threading.Thread(
+            target=lambda: reports.append(run_round(db.dsn("platform_admin"), ["memory_maintenance"])), daemon=True)
+        maintaining.start()
+        maintaining.join(20)
+        finished_while_held = not maintaining.is_alive()
+        other.execute("set lock_timeout = '5s'")
+        set_context(other, TENANT_A, user=USER)
+        touched = other.execute("select (memsub.memory_touch(%s, 'a')).key", [NOTES]).fetchone()
+        other.commit()
+        holder.rollback()
+        maintaining.join(20)
+    assert finished_while_held
+    assert touched == ("a",)
+    task = reports[0].tasks[0]
+    assert task.status == "ok", task.error
+    assert task.tenants[str(TENANT_A)] == {"kept": 2}  # a and c; b is judged by the next run
