@@ -130,13 +130,39 @@ begin
                  on l.target_type = 'embedding' and e.tenant_id = l.tenant_id and e.embedding_id = l.target_id
          where l.tenant_id = v_tenant
            and (l.counted_at is null or (l.was_useful is not null and l.was_useful is distinct from l.learned_was_useful))
-           for update of l
+           for update of l skip locked
+    ), held_packets as (
+        -- The targets are locked here without waiting: one an application's transaction holds (an access a
+        -- search recorded, not committed yet) is passed, and its accesses stay in the log for the next run.
+        -- Waiting would hold the log rows and every target locked so far for as long as that transaction lasts,
+        -- and the maintenance run with them.
+        select s.packet_id from memsub.packet_store s
+         where s.tenant_id = v_tenant
+           and s.packet_id in (select b.target_id from batch b where b.target_type = 'packet')
+           for update skip locked
+    ), held_legacy as (
+        select m.embedding_id from memsub.semantic_memory m
+         where m.tenant_id = v_tenant
+           and m.embedding_id in (select b.target_id from batch b where b.target_type = 'semantic')
+           for update skip locked
+    ), ready as (
+        -- What this run learns: every access but those of a target that exists and is held (an access of a
+        -- target since removed is learned, as it always was: there is nothing to update).
+        select b.* from batch b
+         where case b.target_type
+                   when 'packet' then b.target_id in (select h.packet_id from held_packets h)
+                       or not exists (select from memsub.packet_store s
+                                       where s.tenant_id = v_tenant and s.packet_id = b.target_id)
+                   when 'semantic' then b.target_id in (select h.embedding_id from held_legacy h)
+                       or not exists (select from memsub.semantic_memory m
+                                       where m.tenant_id = v_tenant and m.embedding_id = b.target_id)
+                   else true end
     ), delta as (
         select b.target_type, b.target_id,
                count(*) filter (where b.count_it) as accesses,
                count(*) filter (where b.learn_feedback and b.was_useful) as useful,
                count(*) filter (where b.learn_feedback and not b.was_useful) as useless
-          from batch b
+          from ready b
          group by 1, 2
     ), packets as (
         update memsub.packet_store s
@@ -157,11 +183,11 @@ begin
            set counted_at = coalesce(l.counted_at, v_started),
                feedback_learned_at = case when b.learn_feedback then v_started else l.feedback_learned_at end,
                learned_was_useful = case when b.learn_feedback then b.was_useful else l.learned_was_useful end
-          from batch b
+          from ready b
          where l.tenant_id = v_tenant and l.access_id = b.access_id
     )
-    select (select count(*) filter (where b.count_it) from batch b),
-           (select count(*) filter (where b.learn_feedback) from batch b),
+    select (select count(*) filter (where b.count_it) from ready b),
+           (select count(*) filter (where b.learn_feedback) from ready b),
            (select count(*) from packets) + (select count(*) from legacy)
       into v_counted, v_feedback, v_updated;
 
@@ -180,15 +206,25 @@ begin
         update memsub.packet_store s
            set importance_score = p_floor + case when s.importance_score - p_floor < v_smallest then 0.0
                                                  else (s.importance_score - p_floor) * v_factor end
-         where s.tenant_id = v_tenant and s.importance_score > p_floor
-           and coalesce(s.last_accessed, s."timestamp") <= v_idle;
+         where s.tenant_id = v_tenant
+           and s.packet_id in (
+               -- A row a transaction holds is being accessed (a search recording it, not committed yet): it is
+               -- not idle, and is not waited for (see held_packets above).
+               select i.packet_id from memsub.packet_store i
+                where i.tenant_id = v_tenant and i.importance_score > p_floor
+                  and coalesce(i.last_accessed, i."timestamp") <= v_idle
+                  for update skip locked);
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
         update memsub.semantic_memory m
            set importance_score = p_floor + case when m.importance_score - p_floor < v_smallest then 0.0
                                                  else (m.importance_score - p_floor) * v_factor end
-         where m.tenant_id = v_tenant and m.importance_score > p_floor
-           and coalesce(m.last_accessed, m.created_at) <= v_idle;
+         where m.tenant_id = v_tenant
+           and m.embedding_id in (
+               select i.embedding_id from memsub.semantic_memory i
+                where i.tenant_id = v_tenant and i.importance_score > p_floor
+                  and coalesce(i.last_accessed, i.created_at) <= v_idle
+                  for update skip locked);
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
     end if;
@@ -209,7 +245,9 @@ comment on function memsub.learn_importance(double precision, double precision, 
     'accesses and feedback into importance_score of packets and legacy memories, and decays memories idle for '
     'idle_after by 0.5 ^ (time since the previous run / half_life) towards floor, in every organization and scope '
     'of the tenant. Bounded in [0, 1]; serialized per tenant by a maintenance lock; each access and feedback is '
-    'learned once. Returns the run''s report (also kept in importance_learning_runs).';
+    'learned once. A row a concurrent transaction holds (a log row, a packet or memory a search is recording an '
+    'access of) is not waited for: its accesses are learned, and it is decayed, by the next run. Returns the '
+    'run''s report (also kept in importance_learning_runs).';
 
 create or replace function memsub._importance_step(
     p_importance    double precision,

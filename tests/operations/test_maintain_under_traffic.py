@@ -13,7 +13,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from psycopg.conninfo import make_conninfo
+
+from memsub.client import Substrate
 from memsub.maintain import RoundReport, run_round
+from memsub.models import PacketEnvelopeIn
 
 from helpers import TENANT_A, set_context
 
@@ -76,3 +80,47 @@ def test_memory_maintenance_passes_an_entry_a_writer_holds_and_holds_up_no_other
     task = reports[0].tasks[0]
     assert task.status == "ok", task.error
     assert task.tenants[str(TENANT_A)] == {"kept": 2}  # a and c; b is judged by the next run
+
+
+def _unit(dimension: int, axis: int) -> list[float]:
+    return [1.0 if i == axis else 0.0 for i in range(dimension)]
+
+
+def test_learn_importance_passes_a_packet_a_search_holds_and_holds_up_no_other_search(db: Any) -> None:
+    """An application's block holds one packet's row: a search in it recorded an access (access_count), not
+    committed yet. learn_importance of the tenant does not wait for it, holding the log rows and packets it locked
+    before (maintain itself waited as long as the block, its statement timeout lifted): the held packet's accesses
+    are left for the next run, which learns them, and other searches go on."""
+    slow = make_conninfo(db.dsn("app"), options="-c lock_timeout=5000")
+    with Substrate(db.dsn("app"), min_size=1, max_size=2) as substrate:
+        with substrate.tenant(TENANT_A, user_id=USER) as session:
+            dimension = session.vector_dimension()
+            for axis in (0, 1):
+                written = session.packets.write(PacketEnvelopeIn(packet_type="note", payload={"text": str(axis)}))
+                session.search.store_embedding(written.packet_id, "content", _unit(dimension, axis))
+        for axis in (0, 1):  # an access of each packet, to learn
+            with substrate.tenant(TENANT_A, user_id=USER) as session:
+                session.search.semantic(_unit(dimension, axis), k=1, record_access=True, mode="exact")
+        with substrate.tenant(TENANT_A, user_id=USER) as holder:
+            holder.search.semantic(_unit(dimension, 1), k=1, record_access=True, mode="exact")  # holds packet 1
+            reports: list[RoundReport] = []
+            maintaining = threading.Thread(
+                target=lambda: reports.append(run_round(db.dsn("platform_admin"), ["learn_importance"])),
+                daemon=True)
+            maintaining.start()
+            maintaining.join(20)
+            finished_while_held = not maintaining.is_alive()
+            with Substrate(slow, min_size=1, max_size=1) as other_substrate:
+                with other_substrate.tenant(TENANT_A, user_id=USER) as other:
+                    searched = other.search.semantic(_unit(dimension, 0), k=1, record_access=True, mode="exact")
+        maintaining.join(20)
+        again = run_round(db.dsn("platform_admin"), ["learn_importance"]).tasks[0]
+    assert finished_while_held
+    assert len(searched) == 1
+    task = reports[0].tasks[0]
+    assert task.status == "ok", task.error
+    assert again.status == "ok", again.error
+    # The first run learned the access of packet 0 and passed packet 1's; the next learned that one, the held
+    # block's and the other search's: every access once.
+    assert task.tenants[str(TENANT_A)]["accesses_counted"] == 1
+    assert again.tenants[str(TENANT_A)]["accesses_counted"] == 3
