@@ -112,10 +112,12 @@ class App:
             "get_thread": self.get_thread, "semantic_search": self.semantic_search,
             "hybrid_search": self.hybrid_search, "memory_write": self.memory_write, "memory_get": self.memory_get,
             "memory_remember": self.memory_remember, "memory_touch": self.memory_touch,
-            "session_event": self.session_event,
+            "session_event": self.session_event, "search_feedback": self.search_feedback, "block": self.block,
             "graph_upsert": self.graph_upsert, "document_ingest": self.document_ingest,
         }
-        self.weights = [6, 2, 3, 3, 2, 4, 3, 2, 2, 3, 2, 1]
+        self.weights = [6, 2, 3, 3, 2, 4, 3, 2, 2, 3, 2, 1, 2, 1]
+        self.substrate: Substrate | None = None
+        self.remembered: set[str] = set()
 
     def write_packet(self, session: TenantSession) -> None:
         thread = self.rng.choice(self.own_threads)
@@ -167,6 +169,21 @@ class App:
         read = session.memory.get(namespace, key)  # this thread alone writes its user's facts
         session.memory.remember(namespace, key, {"text": _text(self.rng)}, tier="STM",
                                 importance=self.rng.uniform(0.1, 0.9), expected_version=read.version if read else None)
+        self.remembered.add(key)
+
+    def search_feedback(self, session: TenantSession) -> None:
+        hits = session.search.semantic(_vector(self.rng, self.dimension), k=3, record_access=True)
+        if hits and hits[0].access_id is not None:
+            session.search.record_feedback(hits[0].access_id, was_useful=self.rng.random() < 0.5)
+
+    def block(self, session: TenantSession) -> None:
+        """Several calls in one transaction held open a moment (an agent's turn): an access recorded, a touch."""
+        assert self.substrate is not None
+        with self.substrate.tenant(self.tenant, user_id=self.user) as block:
+            block.search.semantic(_vector(self.rng, self.dimension), k=3, record_access=True)
+            if self.remembered:  # a key this thread remembered: the touch finds it
+                block.memory.touch(f"user:{self.user}:t{self.index}", self.rng.choice(sorted(self.remembered)))
+            time.sleep(0.2)
 
     def memory_touch(self, session: TenantSession) -> None:
         try:  # an access of one of this thread's facts: what memory_maintenance promotes by
@@ -201,7 +218,8 @@ class App:
 
     def run(self, until: threading.Event) -> None:
         names = list(self.calls)
-        with Substrate(self.dsn, min_size=1, max_size=1) as substrate:
+        with Substrate(self.dsn, min_size=1, max_size=2) as substrate:
+            self.substrate = substrate
             with substrate.tenant(self.tenant, user_id=self.user, per_call=True) as session:
                 while not until.is_set():
                     name = self.rng.choices(names, self.weights)[0]
