@@ -313,9 +313,11 @@ def soak(owner_dsn: str, app_dsn: str, platform_dsn: str, *, apps: int, tenants:
 
 def stalls(calls: list[tuple[str, float, float]], windows: list[Window]) -> dict[str, dict[str, float]]:
     """Application call latency (ms) per maintenance step, for the calls that overlapped one of its runs, and
-    for the calls that overlapped none (``none``)."""
+    for the calls that overlapped none (``none``); blocks, which sleep on purpose, are left out."""
     by_step: dict[str, list[float]] = defaultdict(list)
-    for _name, started, ended in calls:
+    for name, started, ended in calls:
+        if name == "block":
+            continue  # holds its transaction open on purpose: not a call's latency
         overlapping = {w.step for w in windows if w.started < ended and started < w.ended}
         for step in overlapping or {"none"}:
             by_step[step].append((ended - started) * 1000)
