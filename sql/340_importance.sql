@@ -132,19 +132,20 @@ begin
            and (l.counted_at is null or (l.was_useful is not null and l.was_useful is distinct from l.learned_was_useful))
            for update of l skip locked
     ), held_packets as (
-        -- The targets are locked here without waiting: one an application's transaction holds (an access a
+        -- The targets are locked here without waiting (as the update below locks them: a child packet's
+        -- reference does not stand in the way): one an application's transaction holds (an access a
         -- search recorded, not committed yet) is passed, and its accesses stay in the log for the next run.
         -- Waiting would hold the log rows and every target locked so far for as long as that transaction lasts,
         -- and the maintenance run with them.
         select s.packet_id from memsub.packet_store s
          where s.tenant_id = v_tenant
            and s.packet_id in (select b.target_id from batch b where b.target_type = 'packet')
-           for update skip locked
+           for no key update skip locked
     ), held_legacy as (
         select m.embedding_id from memsub.semantic_memory m
          where m.tenant_id = v_tenant
            and m.embedding_id in (select b.target_id from batch b where b.target_type = 'semantic')
-           for update skip locked
+           for no key update skip locked
     ), ready as (
         -- What this run learns: every access but those of a target that exists and is held (an access of a
         -- target since removed is learned, as it always was: there is nothing to update).
@@ -213,7 +214,7 @@ begin
                select i.packet_id from memsub.packet_store i
                 where i.tenant_id = v_tenant and i.importance_score > p_floor
                   and coalesce(i.last_accessed, i."timestamp") <= v_idle
-                  for update skip locked);
+                  for no key update skip locked);
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
         update memsub.semantic_memory m
@@ -224,7 +225,7 @@ begin
                select i.embedding_id from memsub.semantic_memory i
                 where i.tenant_id = v_tenant and i.importance_score > p_floor
                   and coalesce(i.last_accessed, i.created_at) <= v_idle
-                  for update skip locked);
+                  for no key update skip locked);
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
     end if;
