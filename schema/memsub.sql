@@ -9389,13 +9389,40 @@ begin
                  on l.target_type = 'embedding' and e.tenant_id = l.tenant_id and e.embedding_id = l.target_id
          where l.tenant_id = v_tenant
            and (l.counted_at is null or (l.was_useful is not null and l.was_useful is distinct from l.learned_was_useful))
-           for update of l
+           for update of l skip locked
+    ), held_packets as (
+        -- The targets are locked here without waiting (as the update below locks them: a child packet's
+        -- reference does not stand in the way): one an application's transaction holds (an access a
+        -- search recorded, not committed yet) is passed, and its accesses stay in the log for the next run.
+        -- Waiting would hold the log rows and every target locked so far for as long as that transaction lasts,
+        -- and the maintenance run with them.
+        select s.packet_id from memsub.packet_store s
+         where s.tenant_id = v_tenant
+           and s.packet_id in (select b.target_id from batch b where b.target_type = 'packet')
+           for no key update skip locked
+    ), held_legacy as (
+        select m.embedding_id from memsub.semantic_memory m
+         where m.tenant_id = v_tenant
+           and m.embedding_id in (select b.target_id from batch b where b.target_type = 'semantic')
+           for no key update skip locked
+    ), ready as (
+        -- What this run learns: every access but those of a target that exists and is held (an access of a
+        -- target since removed is learned, as it always was: there is nothing to update).
+        select b.* from batch b
+         where case b.target_type
+                   when 'packet' then b.target_id in (select h.packet_id from held_packets h)
+                       or not exists (select from memsub.packet_store s
+                                       where s.tenant_id = v_tenant and s.packet_id = b.target_id)
+                   when 'semantic' then b.target_id in (select h.embedding_id from held_legacy h)
+                       or not exists (select from memsub.semantic_memory m
+                                       where m.tenant_id = v_tenant and m.embedding_id = b.target_id)
+                   else true end
     ), delta as (
         select b.target_type, b.target_id,
                count(*) filter (where b.count_it) as accesses,
                count(*) filter (where b.learn_feedback and b.was_useful) as useful,
                count(*) filter (where b.learn_feedback and not b.was_useful) as useless
-          from batch b
+          from ready b
          group by 1, 2
     ), packets as (
         update memsub.packet_store s
@@ -9416,11 +9443,11 @@ begin
            set counted_at = coalesce(l.counted_at, v_started),
                feedback_learned_at = case when b.learn_feedback then v_started else l.feedback_learned_at end,
                learned_was_useful = case when b.learn_feedback then b.was_useful else l.learned_was_useful end
-          from batch b
+          from ready b
          where l.tenant_id = v_tenant and l.access_id = b.access_id
     )
-    select (select count(*) filter (where b.count_it) from batch b),
-           (select count(*) filter (where b.learn_feedback) from batch b),
+    select (select count(*) filter (where b.count_it) from ready b),
+           (select count(*) filter (where b.learn_feedback) from ready b),
            (select count(*) from packets) + (select count(*) from legacy)
       into v_counted, v_feedback, v_updated;
 
@@ -9439,15 +9466,25 @@ begin
         update memsub.packet_store s
            set importance_score = p_floor + case when s.importance_score - p_floor < v_smallest then 0.0
                                                  else (s.importance_score - p_floor) * v_factor end
-         where s.tenant_id = v_tenant and s.importance_score > p_floor
-           and coalesce(s.last_accessed, s."timestamp") <= v_idle;
+         where s.tenant_id = v_tenant
+           and s.packet_id in (
+               -- A row a transaction holds is being accessed (a search recording it, not committed yet): it is
+               -- not idle, and is not waited for (see held_packets above).
+               select i.packet_id from memsub.packet_store i
+                where i.tenant_id = v_tenant and i.importance_score > p_floor
+                  and coalesce(i.last_accessed, i."timestamp") <= v_idle
+                  for no key update skip locked);
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
         update memsub.semantic_memory m
            set importance_score = p_floor + case when m.importance_score - p_floor < v_smallest then 0.0
                                                  else (m.importance_score - p_floor) * v_factor end
-         where m.tenant_id = v_tenant and m.importance_score > p_floor
-           and coalesce(m.last_accessed, m.created_at) <= v_idle;
+         where m.tenant_id = v_tenant
+           and m.embedding_id in (
+               select i.embedding_id from memsub.semantic_memory i
+                where i.tenant_id = v_tenant and i.importance_score > p_floor
+                  and coalesce(i.last_accessed, i.created_at) <= v_idle
+                  for no key update skip locked);
         get diagnostics v_rows = row_count;
         v_decayed := v_decayed + v_rows;
     end if;
@@ -9466,7 +9503,7 @@ $$;
 
 ALTER FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) IS 'Maintenance (tenant_admin or platform_admin context; 42501 otherwise): folds the context tenant''s new accesses and feedback into importance_score of packets and legacy memories, and decays memories idle for idle_after by 0.5 ^ (time since the previous run / half_life) towards floor, in every organization and scope of the tenant. Bounded in [0, 1]; serialized per tenant by a maintenance lock; each access and feedback is learned once. Returns the run''s report (also kept in importance_learning_runs).';
+COMMENT ON FUNCTION memsub.learn_importance(p_access_rate double precision, p_feedback_rate double precision, p_half_life interval, p_floor double precision, p_idle_after interval) IS 'Maintenance (tenant_admin or platform_admin context; 42501 otherwise): folds the context tenant''s new accesses and feedback into importance_score of packets and legacy memories, and decays memories idle for idle_after by 0.5 ^ (time since the previous run / half_life) towards floor, in every organization and scope of the tenant. Bounded in [0, 1]; serialized per tenant by a maintenance lock; each access and feedback is learned once. A row a concurrent transaction holds (a log row, a packet or memory a search is recording an access of) is not waited for: its accesses are learned, and it is decayed, by the next run. Returns the run''s report (also kept in importance_learning_runs).';
 
 CREATE FUNCTION memsub.limit_value(p_name text) RETURNS bigint
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
@@ -9767,8 +9804,11 @@ begin
                             where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
                               and n.version > m.version)
          order by m.namespace, m.key
-           for update of m
+           for update of m skip locked
     loop
+        -- An entry a concurrent transaction holds (a memory_touch not yet committed, an application's own lock)
+        -- is skipped, left for the next run: waiting for it would hold every entry locked so far, and the
+        -- applications touching them, for as long as that transaction lasts.
         -- The version was the key's latest when the run started; one written since (a consolidation's) is the
         -- one judged instead.
         v_entry := memsub._memory_latest_locked(v_tenant, v_row.namespace, v_row.key);
@@ -9802,7 +9842,7 @@ $$;
 
 ALTER FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) IS 'Maintenance of short-term memory (tenant_admin or platform_admin context; 42501 naming roles otherwise): every latest live STM entry whose importance * strength now reaches threshold (default 1.0; strength halves every half_life, default 7 days, without access) is promoted to LTM (short_term false, promoted_at, audited as memory_promote). Reports every STM entry it looked at: promoted or kept. A version of a key written while the run waited for it (a consolidation''s) is the one judged and reported. One run per tenant at a time (maintenance lock).';
+COMMENT ON FUNCTION memsub.memory_maintenance(p_threshold double precision, p_half_life interval) IS 'Maintenance of short-term memory (tenant_admin or platform_admin context; 42501 naming roles otherwise): every latest live STM entry whose importance * strength now reaches threshold (default 1.0; strength halves every half_life, default 7 days, without access) is promoted to LTM (short_term false, promoted_at, audited as memory_promote). Reports every STM entry it looked at: promoted or kept. A version of a key written while the run waited for it (a consolidation''s) is the one judged and reported. An entry a concurrent transaction holds locked is neither waited for nor reported: the next run judges it. One run per tenant at a time (maintenance lock).';
 
 CREATE FUNCTION memsub.memory_remember(p_namespace text, p_key text, p_value jsonb, p_tier text DEFAULT 'STM'::text, p_importance double precision DEFAULT 0.5, p_expected_version integer DEFAULT NULL::integer, p_kind text DEFAULT 'semantic'::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS memsub.memory_entries
     LANGUAGE plpgsql SECURITY DEFINER
