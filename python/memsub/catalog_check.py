@@ -999,6 +999,7 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
                              + "; ".join(f"{e.name} is {e.state}" for e in blocking) + " (run memsub migrate)")
     expected = reference(dsn, mode, reference_dsn)
     with psycopg.connect(dsn, autocommit=True) as conn:
+        lift_run_timeouts(conn)  # one long transaction by nature, as migrate's
         # Never wait without a bound: for the migration lock, nor for the table locks the repair takes. A table
         # lock is waited for one attempt at a time, as migrate waits (Migrator.in_attempts): the applications'
         # calls queued behind the request go on between attempts.

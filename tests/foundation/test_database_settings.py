@@ -18,7 +18,7 @@ from psycopg import sql
 from conftest import login_role
 from http_helpers import create_key
 from memsub.async_client import AsyncSubstrate
-from memsub.catalog_check import fingerprint_dsn, verify_catalog
+from memsub.catalog_check import fingerprint_dsn, repair, verify_catalog
 from memsub.cli import main as cli
 from memsub.client import Substrate
 from memsub.errors import ConflictError, ContextError, ReadOnlyError, contract_of_error, from_database_error
@@ -293,6 +293,14 @@ def test_maintain_and_verify_run_under_a_databases_short_session_timeouts(db: An
         result = CliRunner().invoke(cli, [command, "--dsn", db.dsn()])
         assert result.exit_code == 0, result.output
     assert fingerprint_dsn(db.dsn())  # what memsub verify reads of the installed catalog
+
+
+def test_repair_runs_under_a_databases_short_session_timeouts(db: Any) -> None:
+    """memsub repair reads the whole catalog and re-applies sql/ in one transaction, as migrate does: it turns off
+    the applications' run timeouts for its own session too (its lock waits stay bounded by its attempts)."""
+    set_for_database(db, {"statement_timeout": "20ms", "idle_in_transaction_session_timeout": "10ms"})
+    report = repair(db.dsn())
+    assert report.failures == [] and report.remaining == [], (report.failures, report.remaining)
 
 
 def test_preflight_names_the_database_and_the_memsub_logins_that_turn_row_security_off(db: Any) -> None:
