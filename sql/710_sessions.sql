@@ -380,6 +380,16 @@ begin
     -- which share the session before they lock a task of it, find it terminated once they may go on.
     v_session := memsub._session_lookup(p_session_id, 'update');
     perform memsub._require_active_session(v_session);
+    -- The user: keys become the session user's memory entries, which only that user's context or an admin one
+    -- writes (as only they write those keys into the state): a context of another user, or of none, that names
+    -- the session is refused here, naming the session, before anything is cancelled or written.
+    if memsub.current_user_id() is distinct from v_session.user_id and not memsub._caller_is_admin()
+       and exists (select from jsonb_object_keys(v_session.state) k where k like 'user:%') then
+        raise exception 'session "%" holds user: keys of its user (%), which termination writes into that user''s '
+                        'memory: only that user''s context or an admin one terminates it', v_session.id,
+                        v_session.user_id
+            using errcode = '42501', column = 'session_id';
+    end if;
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
     -- pending or running) block it unless the caller cancels them here; one of an organization the caller cannot
     -- see blocks it in any case (the caller may not cancel it).
@@ -438,7 +448,9 @@ comment on function memsub.session_terminate(text, text, boolean) is
     'wait for it and then find the session terminated; a task of an '
     'organization the caller cannot see blocks it in any case. Writes each user:<user id>:...:<key> state key as a new version of '
     '(namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the '
-    'session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
+    'session terminated. A context of another user than the session''s, or of none, does not terminate a session '
+    'whose state holds user: keys (42501 naming session_id; unless admin). Audited: one memory_write row per '
+    'migrated key and one session_terminate row.';
 
 create or replace function memsub.session_delete(p_session_id text) returns boolean
 language plpgsql volatile security definer

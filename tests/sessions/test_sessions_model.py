@@ -298,15 +298,15 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             if not found.active:
                 _refused(error, "55000", "session_id")
                 return
+            user_keys = {k: v for k, v in found.state.items() if k.startswith("user:")}
+            if self.who(actor)[1] != found.user and user_keys:
+                # Another user's context writes none of the session user's memory (as it writes no user: key).
+                _refused(error, "42501", "session_id")
+                return
             open_tasks = [t for t in self.tasks.values()
                           if t.tenant == tenant and t.session == sid and t.status not in FINAL]
             if open_tasks and not cancel:
                 _refused(error, "55000", "session_id")
-                return
-            user_keys = {k: v for k, v in found.state.items() if k.startswith("user:")}
-            if actor == "bob_in" and user_keys:
-                # Another user's context writes none of the session user's memory (as it writes no user: key).
-                _refused(error, "42501", "namespace")
                 return
             assert error is None, error
             assert ended is not None and (ended.status, ended.migrated_keys) == ("terminated", len(user_keys))

@@ -147,6 +147,40 @@ def rows_of(conn) -> list[object]:
     return [r[0] for r in conn.execute("select session_state from memsub.checkpoints").fetchall()]
 
 
+def test_a_context_of_another_user_does_not_terminate_a_session_holding_its_users_keys(db):
+    """Termination writes the session's user: keys into its user's memory, which only that user's context (or an
+    admin one) writes. A context of another user, or of none, that names the session was refused by the memory
+    write inside the termination, naming ``namespace``, which is no argument of session_terminate; it is refused
+    up front (42501, field session_id), and the session, its state and its open task are left as they were."""
+    mine = f"user:{ALICE}:prefs:tone"
+    with db.connect("app") as alice:
+        new_session(alice, "s1", ALICE, state={mine: "formal"})
+        as_user(alice, ALICE, "s1")
+        one(alice, "select memsub.task_create('job', '{}', 's1')")
+        alice.commit()
+    for user in (BOB, None):
+        with db.connect("app") as other:
+            as_user(other, user, "s1")
+            error = expect_error(other, "42501", "session_id",
+                                 "select * from memsub.session_terminate('s1', p_cancel_open_tasks => true)")
+            assert "s1" in str(error) and "user:" in str(error), error
+    stored = ground_truth(db, "select status, state from memsub.sessions where id = 's1'")[0]
+    assert stored == {"status": "active", "state": {mine: "formal"}}
+    assert ground_truth(db, "select status from memsub.tasks where session_id = 's1'") == [{"status": "pending"}]
+    assert ground_truth(db, "select count(*) as n from memsub.memory_entries") == [{"n": 0}]
+    # Without user: keys in its state the session is the context's to end; its own user ends one that has them.
+    with db.connect("app") as alice:
+        as_user(alice, ALICE, "s1")
+        ended = one(alice, "select * from memsub.session_terminate('s1', p_cancel_open_tasks => true)")
+        assert (ended["status"], ended["migrated_keys"]) == ("terminated", 1)
+        alice.commit()
+    with db.connect("app") as alice:
+        new_session(alice, "s2", ALICE)
+    with db.connect("app") as other:
+        as_user(other, BOB, "s2")
+        assert one(other, "select * from memsub.session_terminate('s2')")["status"] == "terminated"
+
+
 def test_a_context_naming_another_users_session_writes_none_of_that_users_state(db):
     """A context whose session_id names a session sees it (policy session_access) and may act in it, but the
     session's user: keys are that user's memory (session_terminate writes them into user:<id> memory entries).
