@@ -12,7 +12,9 @@ compared with a model of what sql/710_sessions.sql, sql/720_tasks.sql and sql/73
 - termination is refused while tasks are open (unless they are cancelled with it), moves the user: keys into
   memory, clears the state; tasks move pending -> running -> final or pending -> final, never back nor to the
   same status; a finished task takes no sub-task; checkpoints are numbered 1, 2, ... per task and restore the
-  session's state they copied into a session still active.
+  session's state they copied into a session still active;
+- memory_context answers each name by temp: > session: > user: (the state before memory entries within a level),
+  with only the memory entries the caller may read.
 """
 
 from __future__ import annotations
@@ -91,6 +93,8 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             self.ids = [f"r{run}-s{i}" for i in range(3)]
             self.sessions: dict[tuple[uuid.UUID, str], SessionModel] = {}
             self.tasks: dict[int, TaskModel] = {}
+            # (tenant, user) -> the user: memory entries terminations wrote: full key -> value
+            self.memory: dict[tuple[uuid.UUID, str], dict[str, Any]] = {}
             # Alice's session 0 and 1, bob's session 2, and alice's session 0 of the other tenant to begin with.
             for actor, i in (("alice", 0), ("alice", 1), ("bob", 2), ("alice_b", 0)):
                 self.create(actor, i)
@@ -312,6 +316,7 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             assert ended is not None and (ended.status, ended.migrated_keys) == ("terminated", len(user_keys))
             for task in open_tasks:
                 task.status = "cancelled"
+            self.memory.setdefault((tenant, found.user), {}).update(user_keys)
             statuses, error = self.call(actor, sid, lambda s: [(r["id"], r["status"]) for r in s.connection.execute(
                 "select id, status from memsub.tasks where session_id = %s order by id", [sid]).fetchall()])
             assert error is None
@@ -416,14 +421,56 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             if copy is not None and owner is not None and owner.active:
                 owner.state = dict(copy)
 
-        @rule(i=st.integers(0, 1), data=st.data(), start=st.booleans())
-        def work_then_terminate(self, i: int, data: st.DataObject, start: bool) -> None:
-            """Alice's session with an open task ends, cancelling it."""
+        @rule(actor=st.sampled_from(ACTORS), i=st.integers(0, 2))
+        def context(self, actor: str, i: int) -> None:
+            """memory_context: each name answered by temp: > session: > user: memory (the state before the
+            entries within a level), of what the caller may see."""
+            sid = self.ids[i]
+            tenant, user = self.who(actor)
+            found = self.visible(actor, sid)
+            resolved, error = self.call(actor, sid, lambda s: s.memory.context(sid))
+            if found is None:
+                _refused(error, "P0002", "session_id")
+                return
+            assert error is None and resolved is not None
+            level = {"temp": 1, "session": 2, "user": 3}
+            candidates = []
+            for key, value in found.state.items():
+                kind = key.split(":")[0]
+                name = key.split(":", 1)[1] if kind == "temp" else key.split(":", 2)[2]
+                candidates.append((name, level[kind], 0, value, "state"))
+            # The user's memory entries, where the caller may read them (its own user: namespace).
+            if user == found.user:
+                for key, value in self.memory.get((tenant, found.user), {}).items():
+                    candidates.append((key.split(":", 2)[2], 3, 1, value, "memory"))
+            winners: dict[str, tuple[Any, ...]] = {}
+            for candidate in sorted(candidates, key=lambda c: (c[0], c[1], c[2])):
+                winners.setdefault(candidate[0], candidate)
+            assert sorted((c.name, c.value, c.source, c.precedence) for c in resolved) == sorted(
+                (name, value, source, precedence) for name, precedence, _, value, source in winners.values())
+
+        @rule(i=st.integers(0, 1), data=st.data(), start=st.booleans(), keep=st.sampled_from([0, 1, 2]))
+        def work_then_terminate(self, i: int, data: st.DataObject, start: bool, keep: int) -> None:
+            """Alice's session with an open task and a user: key ends, cancelling the task and keeping the key."""
+            found = self.visible("alice", self.ids[i])
+            if found is not None and found.active:
+                delta = {f"user:{self.users['alice']}:pref": keep}
+                merged, error = self.call("alice", None, lambda s: s.sessions.merge_state(self.ids[i], delta))
+                assert error is None and merged is not None
+                self.apply(found.state, delta)
             self.task_create("alice", i, data)
             open_tasks = [n for n, t in self.tasks.items() if t.session == self.ids[i] and t.status == "pending"]
             if start and open_tasks:
                 self.task_set_status_of("alice", open_tasks[-1], "running")
             self.terminate("alice", i, True)
+            self.context("alice", 1 - i)  # her other session, now under the memory the termination wrote
+
+        @rule(i=st.integers(0, 1), data=st.data())
+        def state_then_context(self, i: int, data: st.DataObject) -> None:
+            """A state change of alice's session, then its context as alice and as bob naming the session."""
+            self.merge_state("alice", i, data)
+            self.context("alice", i)
+            self.context("bob_in", i)
 
         @rule(i=st.integers(0, 1), data=st.data())
         def checkpoint_change_restore(self, i: int, data: st.DataObject) -> None:
