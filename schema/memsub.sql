@@ -11592,6 +11592,16 @@ begin
     -- which share the session before they lock a task of it, find it terminated once they may go on.
     v_session := memsub._session_lookup(p_session_id, 'update');
     perform memsub._require_active_session(v_session);
+    -- The user: keys become the session user's memory entries, which only that user's context or an admin one
+    -- writes (as only they write those keys into the state): a context of another user, or of none, that names
+    -- the session is refused here, naming the session, before anything is cancelled or written.
+    if memsub.current_user_id() is distinct from v_session.user_id and not memsub._caller_is_admin()
+       and exists (select from jsonb_object_keys(v_session.state) k where k like 'user:%') then
+        raise exception 'session "%" holds user: keys of its user (%), which termination writes into that user''s '
+                        'memory: only that user''s context or an admin one terminates it', v_session.id,
+                        v_session.user_id
+            using errcode = '42501', column = 'session_id';
+    end if;
     -- Seed 001 4.1: a session terminates when it has no more tasks. Open tasks of the session (not yet final:
     -- pending or running) block it unless the caller cancels them here; one of an organization the caller cannot
     -- see blocks it in any case (the caller may not cancel it).
@@ -11646,7 +11656,7 @@ $_$;
 
 ALTER FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) IS 'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or running tasks, unless cancel_open_tasks, which cancels those still open (audited as task_status); it waits for transactions that create, link or change a task of the session or spawn an agent into it, and new ones wait for it and then find the session terminated; a task of an organization the caller cannot see blocks it in any case. Writes each user:<user id>:...:<key> state key as a new version of (namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the session terminated. Audited: one memory_write row per migrated key and one session_terminate row.';
+COMMENT ON FUNCTION memsub.session_terminate(p_session_id text, p_memory_type text, p_cancel_open_tasks boolean) IS 'Terminates an active session atomically. Refused (55000, column session_id) while the session has pending or running tasks, unless cancel_open_tasks, which cancels those still open (audited as task_status); it waits for transactions that create, link or change a task of the session or spawn an agent into it, and new ones wait for it and then find the session terminated; a task of an organization the caller cannot see blocks it in any case. Writes each user:<user id>:...:<key> state key as a new version of (namespace, key) in memory_entries (memory_type as given, default semantic), clears the state, marks the session terminated. A context of another user than the session''s, or of none, does not terminate a session whose state holds user: keys (42501 naming session_id; unless admin). Audited: one memory_write row per migrated key and one session_terminate row.';
 
 CREATE FUNCTION memsub.set_actor(p_agent_id uuid, p_task_id bigint DEFAULT NULL::bigint) RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
