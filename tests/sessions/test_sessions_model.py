@@ -119,6 +119,17 @@ def test_sessions_match_their_model(app: Substrate) -> None:
                 return None
             return found
 
+        def task_seen(self, actor: str, task: TaskModel, sid: str | None) -> bool:
+            """Whether the context of ``actor`` (naming ``sid``, for bob_in) reads the task: a task of a session is
+            read where the session is; one without a session by the whole tenant."""
+            tenant, user = self.who(actor)
+            if task.tenant != tenant:
+                return False
+            if task.session is None:
+                return True
+            owner = self.sessions.get((tenant, task.session))
+            return owner is not None and (owner.user == user or (actor == "bob_in" and task.session == sid))
+
         def delta(self, sid: str, owner: str, data: st.DataObject
                   ) -> tuple[dict[str, Any], tuple[str, str, str] | None]:
             """A state delta of keys of the session (values or removals) and at most one bad key, with its
@@ -178,8 +189,11 @@ def test_sessions_match_their_model(app: Substrate) -> None:
                 assert [(r["id"], r["status"], r["state"], r["event_count"]) for r in sessions] == [
                     (sid, "active" if m.active else "terminated", m.state, len(m.events)) for sid, m in mine]
                 assert events == {sid: list(enumerate(m.events)) for sid, m in mine}
+                # A task of a session is read where the session is (its user's context, here); one without a
+                # session by the whole tenant.
                 assert [(r["id"], r["status"]) for r in tasks] == [
-                    (n, t.status) for n, t in sorted(self.tasks.items()) if t.tenant == tenant]
+                    (n, t.status) for n, t in sorted(self.tasks.items()) if t.tenant == tenant and (
+                        t.session is None or self.sessions[(tenant, t.session)].user == user)]
 
         @rule(actor=st.sampled_from(["alice", "bob", "alice_b"]), i=st.integers(0, 2))
         def create(self, actor: str, i: int) -> None:
@@ -323,7 +337,8 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             assert statuses == sorted((n, t.status) for n, t in self.tasks.items()
                                       if t.tenant == tenant and t.session == sid)
             found.active, found.state = False, {}
-            memory, error = self.call("alice" if actor != "alice_b" else actor, None, lambda s: [
+            reader = "alice_b" if tenant == TENANT_B else "bob" if found.user == self.users["bob"] else "alice"
+            memory, error = self.call(reader, None, lambda s: [
                 s.memory.get(key.rsplit(":", 1)[0], key.rsplit(":", 1)[1]) for key in sorted(user_keys)])
             assert error is None and memory is not None
             assert [(m.value if m else None) for m in memory] == [user_keys[k] for k in sorted(user_keys)]
@@ -344,6 +359,9 @@ def test_sessions_match_their_model(app: Substrate) -> None:
                 if not found.active:
                     _refused(error, "55000", "session_id")
                     return
+            if parent is not None and not self.task_seen(actor, self.tasks[parent], sid):
+                _refused(error, "23503", "parent_task_id")
+                return
             if parent is not None and self.tasks[parent].status in FINAL:
                 _refused(error, "55000", "parent_task_id")
                 return
@@ -361,11 +379,10 @@ def test_sessions_match_their_model(app: Substrate) -> None:
 
         def task_set_status_of(self, actor: str, number: int, status: str) -> None:
             task = self.tasks[number]
-            tenant, _ = self.who(actor)
             error_text = "boom" if status == "failed" else None
             moved, error = self.call(actor, task.session, lambda s: s.sessions.task_set_status(
                 number, status, result={"r": 1}, error=error_text))  # type: ignore[arg-type]
-            if task.tenant != tenant:
+            if not self.task_seen(actor, task, task.session):
                 _refused(error, "P0002", "task_id")
                 return
             if status not in NEXT.get(task.status, ()):
@@ -384,10 +401,9 @@ def test_sessions_match_their_model(app: Substrate) -> None:
 
         def save(self, actor: str, number: int) -> None:
             task = self.tasks[number]
-            tenant, _ = self.who(actor)
             saved, error = self.call(actor, task.session, lambda s: s.sessions.checkpoint_save(
                 number, {"at": len(task.checkpoints)}))
-            if task.tenant != tenant:
+            if not self.task_seen(actor, task, task.session):
                 _refused(error, "23503", "task_id")
                 return
             assert error is None, error
