@@ -31,6 +31,7 @@ from memsub.errors import MemsubError
 from memsub.memory import MemoryEntry
 
 from helpers import TENANT_A, TENANT_B, soak_factor
+from model_helpers import attempt, refused, set_max_rows
 
 MAX_ROWS = 5  # memsub.limits' max_rows in this database: listings reach it
 T = TypeVar("T")
@@ -74,23 +75,9 @@ class Model:
 _runs = itertools.count(1)
 
 
-def _attempt(call: Callable[[], T]) -> tuple[T | None, MemsubError | None]:
-    try:
-        return call(), None
-    except MemsubError as error:
-        return None, error
-
-
-def _refused(error: MemsubError | None, sqlstate: str, column: str) -> None:
-    assert error is not None, f"expected {sqlstate} naming {column}, the call succeeded"
-    assert (error.sqlstate, error.field) == (sqlstate, column), error
-
-
 @pytest.fixture
 def substrates(db: Any) -> Iterator[tuple[Substrate, Substrate]]:
-    with db.connect() as superuser:
-        superuser.execute("insert into memsub.limits (name, value) values ('max_rows', %s)", [MAX_ROWS])
-        superuser.commit()
+    set_max_rows(db, MAX_ROWS)
     with Substrate(db.dsn("app"), max_size=1) as app, Substrate(db.dsn("tenant_admin"), max_size=1) as admin:
         yield app, admin
 
@@ -121,7 +108,7 @@ def test_memory_matches_its_model(substrates: tuple[Substrate, Substrate]) -> No
             def run() -> T:
                 with self.session(actor) as session:
                     return what(session)
-            return _attempt(run)
+            return attempt(run)
 
         def may_read(self, actor: Actor, namespace: str) -> bool:
             kind, owner = namespace.split(":")[:2]
@@ -145,12 +132,12 @@ def test_memory_matches_its_model(substrates: tuple[Substrate, Substrate]) -> No
             written, error = self.call(who, lambda s: s.memory.write(namespace, key, value,
                                                                      expected_version=expected))
             if not self.may_write(who, namespace):
-                _refused(error, "42501", "namespace")
+                refused(error, "42501", "namespace")
                 return
             # What the writer read: no live entry (None, 0, or the deleted key's last version), or the live version.
             accepted = (expected == current) if live else (expected in (None, 0, current))
             if not accepted:
-                _refused(error, "40001", "expected_version")
+                refused(error, "40001", "expected_version")
                 return
             assert error is None, error
             assert written is not None
@@ -167,13 +154,13 @@ def test_memory_matches_its_model(substrates: tuple[Substrate, Substrate]) -> No
             expected = len(versions) + (1 if stale else 0)
             tombstone, error = self.call(who, lambda s: s.memory.delete(namespace, key, expected))
             if not self.may_write(who, namespace):
-                _refused(error, "42501", "namespace")
+                refused(error, "42501", "namespace")
                 return
             if live is None:
-                _refused(error, "P0002", "key")
+                refused(error, "P0002", "key")
                 return
             if stale:
-                _refused(error, "40001", "expected_version")
+                refused(error, "40001", "expected_version")
                 return
             assert error is None, error
             for version in versions:
@@ -221,10 +208,10 @@ def test_memory_matches_its_model(substrates: tuple[Substrate, Substrate]) -> No
             who, namespace_prefix = ACTORS[actor], self.prefixes[prefix]
             listed, error = self.call(who, lambda s: s.memory.list(namespace_prefix, limit=limit))
             if limit is not None and limit < 1:
-                _refused(error, "22023", "limit")
+                refused(error, "22023", "limit")
                 return
             if limit is not None and limit > MAX_ROWS:
-                _refused(error, "54000", "limit")
+                refused(error, "54000", "limit")
                 return
             expected = sorted(
                 (namespace, key, *live) for (tenant, namespace, key), _ in self.model.keys.items()
@@ -232,7 +219,7 @@ def test_memory_matches_its_model(substrates: tuple[Substrate, Substrate]) -> No
                 and (namespace == namespace_prefix or namespace.startswith(namespace_prefix + ":"))
                 and (live := self.model.live(tenant, namespace, key)) is not None)
             if limit is None and len(expected) > MAX_ROWS:
-                _refused(error, "54000", "namespace_prefix")
+                refused(error, "54000", "namespace_prefix")
                 return
             assert error is None, error
             assert listed is not None

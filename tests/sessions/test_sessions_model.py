@@ -34,6 +34,7 @@ from memsub.client import Substrate, TenantSession
 from memsub.errors import MemsubError
 
 from helpers import TENANT_A, TENANT_B, soak_factor
+from model_helpers import attempt, refused, set_max_rows
 
 T = TypeVar("T")
 MAX_ROWS = 4  # memsub.limits' max_rows in this database: event reads reach it
@@ -62,23 +63,9 @@ class TaskModel:
 _runs = itertools.count(1)
 
 
-def _attempt(call: Callable[[], T]) -> tuple[T | None, MemsubError | None]:
-    try:
-        return call(), None
-    except MemsubError as error:
-        return None, error
-
-
-def _refused(error: MemsubError | None, sqlstate: str, column: str) -> None:
-    assert error is not None, f"expected {sqlstate} naming {column}, the call succeeded"
-    assert (error.sqlstate, error.field) == (sqlstate, column), error
-
-
 @pytest.fixture
 def app(db: Any) -> Iterator[Substrate]:
-    with db.connect() as superuser:
-        superuser.execute("insert into memsub.limits (name, value) values ('max_rows', %s)", [MAX_ROWS])
-        superuser.commit()
+    set_max_rows(db, MAX_ROWS)
     with Substrate(db.dsn("app"), max_size=1) as substrate:
         yield substrate
 
@@ -110,7 +97,7 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             def run() -> T:
                 with app.tenant(tenant, user_id=user, session_id=sid if actor == "bob_in" else None) as session:
                     return what(session)
-            return _attempt(run)
+            return attempt(run)
 
         def visible(self, actor: str, sid: str) -> SessionModel | None:
             tenant, user = self.who(actor)
@@ -201,7 +188,7 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             sid = self.ids[i]
             created, error = self.call(actor, None, lambda s: s.sessions.create(sid, app_name="demo"))
             if (tenant, sid) in self.sessions:
-                _refused(error, "23505", "session_id")
+                refused(error, "23505", "session_id")
                 return
             assert error is None, error
             assert created is not None and (created.id, created.status, created.state) == (sid, "active", {})
@@ -219,14 +206,14 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             else:
                 written, error = self.call(actor, sid, lambda s: s.sessions.merge_state(sid, delta))
             if found is None:
-                _refused(error, "P0002", "session_id")
+                refused(error, "P0002", "session_id")
                 return
             if not found.active:
-                _refused(error, "55000", "session_id")
+                refused(error, "55000", "session_id")
                 return
             refusal = self.refusal_of_delta(actor, found, delta, bad)
             if refusal is not None:
-                _refused(error, *refusal)
+                refused(error, *refusal)
                 return
             assert error is None, error
             self.apply(found.state, delta)
@@ -249,10 +236,10 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             found = self.visible(actor, sid)
             ended, error = self.call(actor, sid, lambda s: s.sessions.end_turn(sid))
             if found is None:
-                _refused(error, "P0002", "session_id")
+                refused(error, "P0002", "session_id")
                 return
             if not found.active:
-                _refused(error, "55000", "session_id")
+                refused(error, "55000", "session_id")
                 return
             assert error is None, error
             found.state = {k: v for k, v in found.state.items() if not k.startswith("temp:")}
@@ -267,17 +254,17 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             read, error = self.call(actor, sid, lambda s: (s.sessions.get(sid),
                                                            s.sessions.get_events(sid, after, limit)))
             if after is not None and after < -1:
-                _refused(error, "22023", "after_position")
+                refused(error, "22023", "after_position")
                 return
             # Without a limit the SQL default (1000) is over this database's max_rows.
             if limit is not None and limit < 1:
-                _refused(error, "22023", "limit")
+                refused(error, "22023", "limit")
                 return
             if limit is None or limit > MAX_ROWS:
-                _refused(error, "54000", "limit")
+                refused(error, "54000", "limit")
                 return
             if found is None:
-                _refused(error, "P0002", "session_id")
+                refused(error, "P0002", "session_id")
                 return
             assert error is None, error
             assert read is not None
@@ -311,20 +298,20 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             found = self.visible(actor, sid)
             ended, error = self.call(actor, sid, lambda s: s.sessions.terminate(sid, cancel_open_tasks=cancel))
             if found is None:
-                _refused(error, "P0002", "session_id")
+                refused(error, "P0002", "session_id")
                 return
             if not found.active:
-                _refused(error, "55000", "session_id")
+                refused(error, "55000", "session_id")
                 return
             user_keys = {k: v for k, v in found.state.items() if k.startswith("user:")}
             if self.who(actor)[1] != found.user and user_keys:
                 # Another user's context writes none of the session user's memory (as it writes no user: key).
-                _refused(error, "42501", "session_id")
+                refused(error, "42501", "session_id")
                 return
             open_tasks = [t for t in self.tasks.values()
                           if t.tenant == tenant and t.session == sid and t.status not in FINAL]
             if open_tasks and not cancel:
-                _refused(error, "55000", "session_id")
+                refused(error, "55000", "session_id")
                 return
             assert error is None, error
             assert ended is not None and (ended.status, ended.migrated_keys) == ("terminated", len(user_keys))
@@ -354,16 +341,16 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             if sid is not None:
                 found = self.visible(actor, sid)
                 if found is None:
-                    _refused(error, "23503", "session_id")
+                    refused(error, "23503", "session_id")
                     return
                 if not found.active:
-                    _refused(error, "55000", "session_id")
+                    refused(error, "55000", "session_id")
                     return
             if parent is not None and not self.task_seen(actor, self.tasks[parent], sid):
-                _refused(error, "23503", "parent_task_id")
+                refused(error, "23503", "parent_task_id")
                 return
             if parent is not None and self.tasks[parent].status in FINAL:
-                _refused(error, "55000", "parent_task_id")
+                refused(error, "55000", "parent_task_id")
                 return
             assert error is None, error
             assert task is not None and (task.status, task.session_id, task.parent_task_id) == (
@@ -383,10 +370,10 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             moved, error = self.call(actor, task.session, lambda s: s.sessions.task_set_status(
                 number, status, result={"r": 1}, error=error_text))  # type: ignore[arg-type]
             if not self.task_seen(actor, task, task.session):
-                _refused(error, "P0002", "task_id")
+                refused(error, "P0002", "task_id")
                 return
             if status not in NEXT.get(task.status, ()):
-                _refused(error, "55000", "status")
+                refused(error, "55000", "status")
                 return
             assert error is None, error
             assert moved is not None and moved.status == status
@@ -404,7 +391,7 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             saved, error = self.call(actor, task.session, lambda s: s.sessions.checkpoint_save(
                 number, {"at": len(task.checkpoints)}))
             if not self.task_seen(actor, task, task.session):
-                _refused(error, "23503", "task_id")
+                refused(error, "23503", "task_id")
                 return
             assert error is None, error
             assert saved is not None
@@ -429,7 +416,7 @@ def test_sessions_match_their_model(app: Substrate) -> None:
                                         lambda s: s.sessions.checkpoint_restore(checkpoint_id))
             session = None if task.session is None else self.visible(actor, task.session)
             if task.tenant != tenant or (copy is not None and session is None):
-                _refused(error, "P0002", "checkpoint_id")
+                refused(error, "P0002", "checkpoint_id")
                 return
             assert error is None, error
             assert restored is not None and (restored.state, restored.session_state) == ({"at": k}, copy)
@@ -446,7 +433,7 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             found = self.visible(actor, sid)
             resolved, error = self.call(actor, sid, lambda s: s.memory.context(sid))
             if found is None:
-                _refused(error, "P0002", "session_id")
+                refused(error, "P0002", "session_id")
                 return
             assert error is None and resolved is not None
             level = {"temp": 1, "session": 2, "user": 3}
