@@ -773,20 +773,24 @@ def _utc_from_iso(data: bytes) -> datetime | None:
         return None
 
 
-class _EdgeTimestamptzLoader(Loader):
-    """psycopg's timestamptz loader (the time in the session's TimeZone), and for a time it cannot place there,
-    which within a day of year 1 or 9999 falls outside Python's datetime (``timestamp too large (after year
-    10K)``, ``BC date``), the instant in UTC. Stored times are held to years 1 to 9999 in UTC, so every stored
-    time reads."""
+class _TimeLoader(Loader):
+    """What the client's time loaders share: psycopg's own loader of the type (``_inner``), and the DateStyle the
+    server last reported when it is not ISO (``_style``). psycopg reads times as text in that style, ISO only
+    for a timestamptz; a login whose default is another style still gets ISO in the client's transactions, whose
+    context statement sets it for the transaction (_in_output_formats), and the loaders read those times."""
 
     def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
         super().__init__(oid, context)
         self._inner = psycopg.adapters.get_loader(oid, self.format)(oid, context)  # type: ignore[misc]
-        # psycopg reads a timestamptz as text in DateStyle ISO only, and takes the style from the one the server
-        # last reported. A login whose default is another style still gets ISO in the client's transactions,
-        # whose context statement sets it for the transaction (_in_output_formats): read those times here.
         style = self.connection.info.parameter_status("DateStyle") if self.connection is not None else None
         self._style = None if style is None or style.startswith("ISO") else style
+
+
+class _EdgeTimestamptzLoader(_TimeLoader):
+    """psycopg's timestamptz loader (the time in the session's TimeZone), and for a time it cannot place there,
+    which within a day of year 1 or 9999 falls outside Python's datetime (``timestamp too large (after year
+    10K)``, ``BC date``), the instant in UTC. Stored times are held to years 1 to 9999 in UTC, so every stored
+    time reads."""
 
     def load(self, data: Buffer) -> Any:
         if self._style is not None and self.format == pq.Format.TEXT:
@@ -824,16 +828,10 @@ _TIMESTAMP_OID = psycopg.postgres.types["timestamp"].oid
 _ISO_TIMESTAMP = re.compile(rb"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 
 
-class _IsoTimestampLoader(Loader):
+class _IsoTimestampLoader(_TimeLoader):
     """psycopg's timestamp (without time zone) loader, which reads the text in the DateStyle the server last
     reported; under another style than ISO, the client's transactions still get ISO (_in_output_formats), read
     here."""
-
-    def __init__(self, oid: int, context: AdaptContext | None = None) -> None:
-        super().__init__(oid, context)
-        self._inner = psycopg.adapters.get_loader(oid, self.format)(oid, context)  # type: ignore[misc]
-        style = self.connection.info.parameter_status("DateStyle") if self.connection is not None else None
-        self._style = None if style is None or style.startswith("ISO") else style
 
     def load(self, data: Buffer) -> Any:
         if self._style is None:
