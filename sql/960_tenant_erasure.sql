@@ -27,8 +27,9 @@ set search_path = pg_catalog, memsub, pg_temp
 as $$
 #variable_conflict use_column
 declare
-    v_table regclass;
-    v_count bigint;
+    v_table   regclass;
+    v_count   bigint;
+    v_deleted jsonb := '{}';
 begin
     if not memsub.is_platform_admin() then
         raise exception 'memsub.erase_tenant: needs a platform_admin context' using errcode = '42501';
@@ -69,6 +70,7 @@ begin
         get diagnostics v_count = row_count;
         table_name := (select c.relname::text from pg_catalog.pg_class c where c.oid = v_table);
         deleted := v_count;
+        v_deleted := v_deleted || pg_catalog.jsonb_build_object(table_name, deleted);
         return next;
     end loop;
 
@@ -77,6 +79,7 @@ begin
     get diagnostics v_count = row_count;
     table_name := 'login_bindings';
     deleted := v_count;
+    v_deleted := v_deleted || pg_catalog.jsonb_build_object(table_name, deleted);
     return next;
 
     -- The maintenance lock rows are keyed by a hash of text that names the tenant with a thread, a fact's subject,
@@ -89,8 +92,11 @@ begin
     get diagnostics v_count = row_count;
     table_name := 'maintenance_lock';
     deleted := v_count;
+    v_deleted := v_deleted || pg_catalog.jsonb_build_object(table_name, deleted);
     return next;
 
+    -- What stays of the tenant: that it was erased, by whom, when, and the counts (its audit rows are gone).
+    insert into memsub.tenant_erasures (erased_tenant_id, deleted_rows) values (p_tenant_id, v_deleted);
     perform pg_catalog.set_config('memsub.erasing_tenant', '', true);
 end
 $$;
@@ -98,7 +104,8 @@ comment on function memsub.erase_tenant(uuid, text) is
     'Deletes every row of one tenant from every memsub table with a tenant_id column (the packet event log, its '
     'tombstones and embeddings, audit, access log, search statistics, API keys, ... whatever the catalog lists '
     'when it runs), the login bindings to the tenant and the idle maintenance lock rows, in the caller''s '
-    'transaction; returns how many rows each table lost. p_confirm must repeat p_tenant_id''s text (22023, column '
+    'transaction; returns how many rows each table lost, and records that (tenant, login, time, counts) in '
+    'memsub.tenant_erasures. p_confirm must repeat p_tenant_id''s text (22023, column '
     'confirm; a NULL tenant: 22004, column tenant_id). Needs a platform_admin context (42501 otherwise). The '
     'materialized views keep the tenant''s aggregates until memsub.refresh_memory_views() runs.';
 alter function memsub.erase_tenant(uuid, text) owner to memsub_expiry_owner;
@@ -137,6 +144,8 @@ begin
 end
 $erasure_grants$;
 grant select, delete on memsub.login_bindings to memsub_expiry_owner;
+grant insert on memsub.tenant_erasures to memsub_expiry_owner;
+grant select on memsub.tenant_erasures to memsub_platform_admin;
 grant select, update, delete on memsub.maintenance_lock to memsub_expiry_owner;  -- update: skip what is locked
 grant execute on function memsub.is_platform_admin(), memsub.current_context_roles(), memsub.acting_role()
     to memsub_expiry_owner;

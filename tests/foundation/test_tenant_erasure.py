@@ -162,7 +162,8 @@ def test_the_erasure_setting_alone_deletes_no_packet(db):
 
 def test_every_column_naming_a_tenant_is_one_the_erasure_reads(db):
     """erase_tenant finds the tenant's rows by tenant_id, and the login bindings by bound_tenant_id: a table that
-    names a tenant in another column would keep the tenant's rows."""
+    names a tenant in another column would keep the tenant's rows. The record of an erasure keeps the erased
+    tenant's id (and only its id and row counts) on purpose."""
     with db.connect() as conn:
         columns = conn.execute("""
             select c.relname || '.' || a.attname from pg_class c
@@ -170,4 +171,24 @@ def test_every_column_naming_a_tenant_is_one_the_erasure_reads(db):
              where c.relnamespace = 'memsub'::regnamespace and c.relkind in ('r', 'p') and not c.relispartition
                and a.attname ~ 'tenant' and a.attname <> 'tenant_id'
              order by 1""").fetchall()
-    assert [c for (c,) in columns] == ["login_bindings.bound_tenant_id"]
+    assert [c for (c,) in columns] == ["login_bindings.bound_tenant_id", "tenant_erasures.erased_tenant_id"]
+
+
+def test_an_erasure_leaves_a_record_only_platform_admins_read(db):
+    """An erasure removes the tenant's audit rows with the rest: what stays is one row of memsub.tenant_erasures
+    naming the tenant, the login that erased it, when, and how many rows each table lost. Only a platform admin
+    reads it; no client role may write or change it."""
+    _one_packet_each(db)
+    erased = erase(db, TENANT_A, str(TENANT_A))
+    with db.connect("platform_admin") as conn:
+        set_context(conn, None, roles=["platform_admin"])
+        records = conn.execute("select erased_tenant_id, erased_by, erased_at <= now(), deleted_rows "
+                               "from memsub.tenant_erasures").fetchall()
+        login = conn.execute("select session_user").fetchone()[0]
+    assert records == [(TENANT_A, login, True, erased)]
+    assert erased["packet_store"] == 1
+    for kind in ("app", "tenant_admin", "analyst"):
+        with db.connect(kind) as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+            conn.execute("select count(*) from memsub.tenant_erasures")
+    with db.connect("platform_admin") as conn, pytest.raises(psycopg.errors.InsufficientPrivilege):
+        conn.execute("delete from memsub.tenant_erasures")

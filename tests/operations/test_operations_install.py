@@ -906,6 +906,26 @@ def _check_user_accesses(dsn: str, _: Any = None) -> None:
     assert security == (True, True)
 
 
+def _before_2_49_0(dsn: str, migrator: Migrator) -> None:
+    """A database at the release before 2.49.0 (the upgrade adds a table and moves no rows)."""
+    versions = [m.version_text for m in migrator.migrations]
+    migrator.migrate(versions[versions.index("2.49.0") - 1])
+
+
+def _check_erasure_record(dsn: str, _: Any = None) -> None:
+    """After 2.49.0 an erasure leaves its record."""
+    with psycopg.connect(dsn) as conn:
+        conn.execute("select memsub.set_context(%s, null, null, '{}', null)", [uuid.UUID(int=1)])
+        conn.execute("""select memsub.write_packet('{"packet_type": "note", "payload": "old"}'::jsonb)""")
+        conn.commit()
+        conn.execute("select memsub.set_context(null, null, null, array['platform_admin'], null)")
+        deleted = dict(conn.execute("select table_name, deleted from memsub.erase_tenant(%s, %s)",
+                                    [uuid.UUID(int=1), str(uuid.UUID(int=1))]).fetchall())
+        records = conn.execute("select erased_tenant_id, deleted_rows from memsub.tenant_erasures").fetchall()
+    assert deleted["packet_store"] == 1
+    assert records == [(uuid.UUID(int=1), deleted)]
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -925,6 +945,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.46.0 renames the internal routines in place": (_old_names_at_2_45_0, _check_internal_names),
     "2.47.0 rebuilds two materialized views and fills them again": (_views_before_2_47_0, _check_views_2_47_0),
     "2.48.0 keeps a user's access records for that user": (_user_accesses_before_2_48_0, _check_user_accesses),
+    "2.49.0 records each tenant erasure": (_before_2_49_0, _check_erasure_record),
 }
 
 
