@@ -7912,8 +7912,9 @@ CREATE FUNCTION memsub.erase_tenant(p_tenant_id uuid, p_confirm text) RETURNS TA
     AS $_$
 #variable_conflict use_column
 declare
-    v_table regclass;
-    v_count bigint;
+    v_table   regclass;
+    v_count   bigint;
+    v_deleted jsonb := '{}';
 begin
     if not memsub.is_platform_admin() then
         raise exception 'memsub.erase_tenant: needs a platform_admin context' using errcode = '42501';
@@ -7954,6 +7955,7 @@ begin
         get diagnostics v_count = row_count;
         table_name := (select c.relname::text from pg_catalog.pg_class c where c.oid = v_table);
         deleted := v_count;
+        v_deleted := v_deleted || pg_catalog.jsonb_build_object(table_name, deleted);
         return next;
     end loop;
 
@@ -7962,6 +7964,7 @@ begin
     get diagnostics v_count = row_count;
     table_name := 'login_bindings';
     deleted := v_count;
+    v_deleted := v_deleted || pg_catalog.jsonb_build_object(table_name, deleted);
     return next;
 
     -- The maintenance lock rows are keyed by a hash of text that names the tenant with a thread, a fact's subject,
@@ -7974,15 +7977,18 @@ begin
     get diagnostics v_count = row_count;
     table_name := 'maintenance_lock';
     deleted := v_count;
+    v_deleted := v_deleted || pg_catalog.jsonb_build_object(table_name, deleted);
     return next;
 
+    -- What stays of the tenant: that it was erased, by whom, when, and the counts (its audit rows are gone).
+    insert into memsub.tenant_erasures (erased_tenant_id, deleted_rows) values (p_tenant_id, v_deleted);
     perform pg_catalog.set_config('memsub.erasing_tenant', '', true);
 end
 $_$;
 
 ALTER FUNCTION memsub.erase_tenant(p_tenant_id uuid, p_confirm text) OWNER TO memsub_expiry_owner;
 
-COMMENT ON FUNCTION memsub.erase_tenant(p_tenant_id uuid, p_confirm text) IS 'Deletes every row of one tenant from every memsub table with a tenant_id column (the packet event log, its tombstones and embeddings, audit, access log, search statistics, API keys, ... whatever the catalog lists when it runs), the login bindings to the tenant and the idle maintenance lock rows, in the caller''s transaction; returns how many rows each table lost. p_confirm must repeat p_tenant_id''s text (22023, column confirm; a NULL tenant: 22004, column tenant_id). Needs a platform_admin context (42501 otherwise). The materialized views keep the tenant''s aggregates until memsub.refresh_memory_views() runs.';
+COMMENT ON FUNCTION memsub.erase_tenant(p_tenant_id uuid, p_confirm text) IS 'Deletes every row of one tenant from every memsub table with a tenant_id column (the packet event log, its tombstones and embeddings, audit, access log, search statistics, API keys, ... whatever the catalog lists when it runs), the login bindings to the tenant and the idle maintenance lock rows, in the caller''s transaction; returns how many rows each table lost, and records that (tenant, login, time, counts) in memsub.tenant_erasures. p_confirm must repeat p_tenant_id''s text (22023, column confirm; a NULL tenant: 22004, column tenant_id). Needs a platform_admin context (42501 otherwise). The materialized views keep the tenant''s aggregates until memsub.refresh_memory_views() runs.';
 
 CREATE FUNCTION memsub.get_lineage(p_packet_id uuid, p_direction text DEFAULT 'ancestors'::text, p_max_depth integer DEFAULT 16) RETURNS TABLE(packet_id uuid, depth integer, packet_type text, "timestamp" timestamp with time zone, parent_ids uuid[], thread_id uuid, generation integer, state text)
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -15087,6 +15093,38 @@ COMMENT ON COLUMN memsub.tenant_entity_graph.last_seen IS 'When any of those edg
 
 COMMENT ON COLUMN memsub.tenant_entity_graph.relationship_count IS 'Number of edges (spellings of the two entities) grouped into this row.';
 
+CREATE TABLE memsub.tenant_erasures (
+    erasure_id bigint NOT NULL,
+    erased_tenant_id uuid NOT NULL,
+    erased_by text DEFAULT SESSION_USER NOT NULL,
+    erased_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL,
+    deleted_rows jsonb NOT NULL,
+    CONSTRAINT tenant_erasures_deleted_rows_object CHECK ((jsonb_typeof(deleted_rows) = 'object'::text))
+);
+
+ALTER TABLE memsub.tenant_erasures OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.tenant_erasures IS 'One row per memsub.erase_tenant call that committed: which tenant, by which login, when, and how many rows each table lost. Holds no content of the tenant. Read by platform admins; written only by the erasure.';
+
+COMMENT ON COLUMN memsub.tenant_erasures.erasure_id IS 'Row identifier, in the order of the erasures.';
+
+COMMENT ON COLUMN memsub.tenant_erasures.erased_tenant_id IS 'The tenant erased (not named tenant_id: a later erasure deletes from every table with that column).';
+
+COMMENT ON COLUMN memsub.tenant_erasures.erased_by IS 'The login that called memsub.erase_tenant (session_user).';
+
+COMMENT ON COLUMN memsub.tenant_erasures.erased_at IS 'When the erasure''s statement began.';
+
+COMMENT ON COLUMN memsub.tenant_erasures.deleted_rows IS 'What memsub.erase_tenant returned: a JSON object of table name to the number of rows it deleted there.';
+
+ALTER TABLE memsub.tenant_erasures ALTER COLUMN erasure_id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME memsub.tenant_erasures_erasure_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
 CREATE VIEW memsub.tenant_high_confidence_facts WITH (security_barrier='true') AS
  SELECT tenant_id,
     fact_id,
@@ -15462,6 +15500,9 @@ ALTER TABLE ONLY memsub.task_reflections
 
 ALTER TABLE ONLY memsub.tasks
     ADD CONSTRAINT tasks_pkey PRIMARY KEY (tenant_id, id);
+
+ALTER TABLE ONLY memsub.tenant_erasures
+    ADD CONSTRAINT tenant_erasures_pkey PRIMARY KEY (erasure_id);
 
 ALTER TABLE ONLY memsub.world_model_entities
     ADD CONSTRAINT world_model_entities_pkey PRIMARY KEY (tenant_id, entity_id);
@@ -16179,6 +16220,8 @@ CREATE UNIQUE INDEX mv_reflection_patterns_key ON memsub.mv_reflection_patterns 
 CREATE UNIQUE INDEX packet_store_content_hash_key ON memsub.packet_store USING btree (tenant_id, decode(content_hash, 'hex'::text)) WHERE (content_hash IS NOT NULL);
 
 COMMENT ON INDEX memsub.packet_store_content_hash_key IS 'Deduplication: one packet per content hash in a tenant, the hash kept as its 32 bytes (a lookup compares decode(content_hash, ''hex'')).';
+
+CREATE INDEX tenant_erasures_tenant_idx ON memsub.tenant_erasures USING btree (erased_tenant_id, erased_at);
 
 ALTER INDEX memsub.idx_embeddings_vector_content ATTACH PARTITION memsub.idx_embeddings_vector_content_p00;
 
@@ -18551,6 +18594,9 @@ GRANT SELECT ON TABLE memsub.tenant_agent_recent_important TO memsub_analyst;
 
 GRANT SELECT ON TABLE memsub.tenant_entity_graph TO memsub_app;
 GRANT SELECT ON TABLE memsub.tenant_entity_graph TO memsub_analyst;
+
+GRANT INSERT ON TABLE memsub.tenant_erasures TO memsub_expiry_owner;
+GRANT SELECT ON TABLE memsub.tenant_erasures TO memsub_platform_admin;
 
 GRANT SELECT ON TABLE memsub.tenant_high_confidence_facts TO memsub_app;
 GRANT SELECT ON TABLE memsub.tenant_high_confidence_facts TO memsub_analyst;
