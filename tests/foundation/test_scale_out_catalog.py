@@ -14,10 +14,12 @@ NOT_DISTRIBUTED = {
     "memory_view_refresh_log": "coordinator",
     "schema_history": "coordinator",
     "schema_repeatable_history": "coordinator",
+    "tenant_erasures": "coordinator",
 }
 # Columns drawn from one global sequence: they need a per-node range or a uuid on a distributed cluster.
 GLOBAL_SEQUENCES = {("tasks", "id"), ("audit", "id"), ("packet_store", "write_seq"),
-                    ("agent_session_items", "item_id"), ("login_bindings", "binding_id")}
+                    ("agent_session_items", "item_id"), ("login_bindings", "binding_id"),
+                    ("tenant_erasures", "erasure_id")}
 
 
 def _tables(conn) -> dict[str, bool]:
