@@ -106,6 +106,17 @@ def test_sessions_match_their_model(app: Substrate) -> None:
                 return None
             return found
 
+        def session_to_go_on(self, found: SessionModel | None, error: MemsubError | None) -> SessionModel | None:
+            """The session a call went on with, or None when it had to be refused and was: P0002 for a session
+            the caller cannot see, 55000 for a terminated one (both naming session_id)."""
+            if found is None:
+                refused(error, "P0002", "session_id")
+                return None
+            if not found.active:
+                refused(error, "55000", "session_id")
+                return None
+            return found
+
         def task_seen(self, actor: str, task: TaskModel, sid: str | None) -> bool:
             """Whether the context of ``actor`` (naming ``sid``, for bob_in) reads the task: a task of a session is
             read where the session is; one without a session by the whole tenant."""
@@ -205,11 +216,8 @@ def test_sessions_match_their_model(app: Substrate) -> None:
                     sid, {"n": len(found.events) if found else -1}, delta))
             else:
                 written, error = self.call(actor, sid, lambda s: s.sessions.merge_state(sid, delta))
+            found = self.session_to_go_on(found, error)
             if found is None:
-                refused(error, "P0002", "session_id")
-                return
-            if not found.active:
-                refused(error, "55000", "session_id")
                 return
             refusal = self.refusal_of_delta(actor, found, delta, bad)
             if refusal is not None:
@@ -235,11 +243,8 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             sid = self.ids[i]
             found = self.visible(actor, sid)
             ended, error = self.call(actor, sid, lambda s: s.sessions.end_turn(sid))
+            found = self.session_to_go_on(found, error)
             if found is None:
-                refused(error, "P0002", "session_id")
-                return
-            if not found.active:
-                refused(error, "55000", "session_id")
                 return
             assert error is None, error
             found.state = {k: v for k, v in found.state.items() if not k.startswith("temp:")}
@@ -297,11 +302,8 @@ def test_sessions_match_their_model(app: Substrate) -> None:
             tenant, _ = self.who(actor)
             found = self.visible(actor, sid)
             ended, error = self.call(actor, sid, lambda s: s.sessions.terminate(sid, cancel_open_tasks=cancel))
+            found = self.session_to_go_on(found, error)
             if found is None:
-                refused(error, "P0002", "session_id")
-                return
-            if not found.active:
-                refused(error, "55000", "session_id")
                 return
             user_keys = {k: v for k, v in found.state.items() if k.startswith("user:")}
             if self.who(actor)[1] != found.user and user_keys:
