@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from memsub import _calls
-from memsub.cli_common import UUID_TEXT, dsn_option, emit_json, print_table, reachable_dsn
+from memsub.cli_common import UUID_TEXT, dsn_option, emit_json_lines, print_table, reachable_dsn
+from memsub.cli_views import refresh_all_views
 from memsub.connection import connect, lift_run_timeouts
 from memsub.errors import InvalidInput
 from memsub.exit_codes import CHECK_FAILED
@@ -44,23 +45,16 @@ def tenant_erase(tenant_id: str, dsn: str | None, yes: bool, refresh_views: bool
         rows: list[Any] = conn.execute("select table_name, deleted from memsub.erase_tenant(%s, %s) "
                                        "order by table_name", [tenant_id, tenant_id]).fetchall()
         conn.commit()
-    for table_name, deleted in rows:
-        if as_json:
-            emit_json({"table_name": table_name, "deleted": deleted})
-    if not as_json:
+    if as_json:
+        emit_json_lines([{"table_name": table_name, "deleted": deleted} for table_name, deleted in rows])
+    else:
         print_table(("table_name", "deleted"), [tuple(row) for row in rows])
     click.echo(f"memsub: erased tenant {tenant_id}: {sum(int(row[1]) for row in rows)} rows", err=True)
     if not refresh_views:
         click.echo("memsub: the materialized views keep the tenant's aggregates until memsub refresh-views runs",
                    err=True)
         return
-    # The procedure commits after each view: outside a transaction block, without the login's statement timeout.
-    with connect(conninfo, autocommit=True) as conn:
-        lift_run_timeouts(conn)
-        called: Any = conn.execute("call memsub.refresh_memory_views(null)").fetchone()
-        unrefreshed: Any = conn.execute(
-            "select count(*) from memsub.memory_view_refresh_log where run_id = %s and status <> 'ok'",
-            [called[0]]).fetchone()
-    if unrefreshed[0]:
-        click.echo(f"memsub: {unrefreshed[0]} view(s) not refreshed: run memsub refresh-views", err=True)
+    unrefreshed = sum(1 for row in refresh_all_views(conninfo) if row[2] != "ok")
+    if unrefreshed:
+        click.echo(f"memsub: {unrefreshed} view(s) not refreshed: run memsub refresh-views", err=True)
         sys.exit(CHECK_FAILED)

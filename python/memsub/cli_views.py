@@ -17,6 +17,21 @@ ViewRefreshMethod = Literal["concurrently", "full", "none"]
 """How the refresh of a view ended (memory_view_refresh_log.status, the database's view_refresh_statuses())."""
 
 
+def refresh_all_views(conninfo: str) -> list[Any]:
+    """CALL memsub.refresh_memory_views() and what its log recorded of that run, one row per view: view_name,
+    method, status, duration_ms, row_count, error. The procedure commits after each view, so it runs outside a
+    transaction block; the login's statement timeout would cancel the run partway (the CALL is one statement for
+    every view): lifted."""
+    with connect(conninfo, autocommit=True) as conn:
+        lift_run_timeouts(conn)
+        called: Any = conn.execute("call memsub.refresh_memory_views(null)").fetchone()
+        if called is None or called[0] is None:
+            raise MemsubError("memsub.refresh_memory_views() returned no run id")
+        return conn.execute(
+            "select view_name, method, status, duration_ms, row_count, error "
+            "from memsub.memory_view_refresh_log where run_id = %s order by started_at", [called[0]]).fetchall()
+
+
 @click.command("refresh-views")
 @dsn_option
 @click.option("--json", "as_json", is_flag=True, help="JSON Lines, one refreshed view per line.")
@@ -24,16 +39,7 @@ def refresh_views_command(dsn: str | None, as_json: bool) -> None:
     """Refresh the materialized views (CALL memsub.refresh_memory_views()), one transaction per view.
 
     Exits 1 when a view failed or was skipped because another refresh of it was running."""
-    # The procedure commits after each view, so it must run outside a transaction block. The login's statement
-    # timeout would cancel the run partway (the CALL is one statement for every view): lifted.
-    with connect(reachable_dsn(dsn), autocommit=True) as conn:
-        lift_run_timeouts(conn)
-        called: Any = conn.execute("call memsub.refresh_memory_views(null)").fetchone()
-        if called is None or called[0] is None:
-            raise MemsubError("memsub.refresh_memory_views() returned no run id")
-        rows: list[Any] = conn.execute(
-            "select view_name, method, status, duration_ms, row_count, error "
-            "from memsub.memory_view_refresh_log where run_id = %s order by started_at", [called[0]]).fetchall()
+    rows = refresh_all_views(reachable_dsn(dsn))
     failed = 0
     skipped = 0
     for view_name, how, logged, duration_ms, row_count, error_text in rows:
