@@ -63,7 +63,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool, PoolClosed, PoolTi
 from pydantic import BaseModel
 
 from memsub import signatures
-from memsub.connection import output_formats
+from memsub.connection import output_format_settings
 from memsub.errors import (
     ConnectionFailed,
     LocalValidationError,
@@ -702,7 +702,7 @@ def set_context_signed(token: str) -> Call[None]:
                                     nothing()))
 
 
-_OUTPUT_FORMATS = output_formats(local=True).encode().removeprefix(b"select ")
+_OUTPUT_FORMATS = output_format_settings(local=True).encode()
 
 
 def _in_output_formats(context: Call[None]) -> Call[None]:

@@ -70,11 +70,17 @@ the same float (an extra_float_digits of 0 or less rounds them); and catalog tex
 definitions) as a fresh installation's snapshot has it."""
 
 
+def output_format_settings(local: bool) -> str:
+    """The ``set_config`` calls that set :data:`OUTPUT_FORMATS` for the session, or for the transaction when
+    ``local``, as select items (fixed names and values, no caller's text): for a statement of their own
+    (:func:`output_formats`) or beside the first call of a transaction."""
+    scope = "true" if local else "false"
+    return ", ".join(f"pg_catalog.set_config('{name}', '{value}', {scope})" for name, value in OUTPUT_FORMATS)
+
+
 def output_formats(local: bool) -> str:
     """The statement that sets :data:`OUTPUT_FORMATS` for the session, or for the transaction when ``local``."""
-    scope = "true" if local else "false"
-    return "select " + ", ".join(f"pg_catalog.set_config('{name}', '{value}', {scope})"
-                                 for name, value in OUTPUT_FORMATS)
+    return "select " + output_format_settings(local)
 
 
 def check_pool_options(min_size: int, max_size: int, timeout: float) -> None:
@@ -249,7 +255,7 @@ def probe(dsn: str) -> None:
 # PostgreSQL 17+). `memsub login-timeouts` sets statement_timeout on logins for the applications' statements; a
 # maintenance run is one long statement by nature (CALL memsub.refresh_memory_views() refreshes every view in one),
 # and a timeout that fires partway stops it there. Its lock waits stay bounded by lock_timeout.
-_RUN_TIMEOUTS = ("statement_timeout", "transaction_timeout", "idle_in_transaction_session_timeout")
+RUN_TIMEOUTS = ("statement_timeout", "transaction_timeout", "idle_in_transaction_session_timeout")
 
 
 def lift_run_timeouts(conn: psycopg.Connection[Any]) -> list[str]:
@@ -259,7 +265,7 @@ def lift_run_timeouts(conn: psycopg.Connection[Any]) -> list[str]:
     ``options`` in the DSN) stays. Returns the names turned off, for ``restore_run_timeouts``."""
     lifted = [name for (name,) in conn.cursor(row_factory=tuple_row).execute(
         "select name from pg_catalog.pg_settings where name = any(%s) and source <> 'client' and setting <> '0'",
-        [list(_RUN_TIMEOUTS)]).fetchall()]
+        [list(RUN_TIMEOUTS)]).fetchall()]
     for name in lifted:
         conn.execute("select pg_catalog.set_config(%s, '0', false)", [name])
     return lifted

@@ -34,7 +34,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, compile_path
 
 from memsub import _calls
-from memsub.connection import DEFAULT_PREPARE_THRESHOLD, pool_arguments
+from memsub.connection import DEFAULT_PREPARE_THRESHOLD, output_format_settings, pool_arguments
 from memsub.errors import ConnectionFailed, LocalValidationError, contract_of_error, lost_connection
 from memsub.graph import Direction
 from memsub.memory import MemoryType
@@ -46,11 +46,9 @@ from memsub.signatures import INTEGER_RANGES
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024 + 65536
 """Request bodies over this many bytes get 413: a full batch under memsub's own max_batch_bytes (16 MiB) fits."""
 
-AUTHENTICATE = ("select key_id, pg_catalog.set_config('TimeZone', 'UTC', true), "
-                "pg_catalog.set_config('DateStyle', 'ISO', true), "
-                "pg_catalog.set_config('IntervalStyle', 'postgres', true), "
-                "pg_catalog.set_config('extra_float_digits', '1', true) "
-                "from memsub.authenticate_api_key(%s)")
+# Fixed settings and names only, no caller's text: the key is the one parameter.
+AUTHENTICATE = ("select key_id, pg_catalog.set_config('TimeZone', 'UTC', true), "  # noqa: S608
+                f"{output_format_settings(local=True)} from memsub.authenticate_api_key(%s)")
 """The first statement of every request's transaction. It also renders the answer's times in UTC and in memsub's
 output formats (OUTPUT_FORMATS: every float with all its digits, whatever the login's extra_float_digits) for that
 transaction only (authenticate_api_key returns one row or raises): a session setting would outlive the request on

@@ -31,7 +31,7 @@ import psycopg
 from psycopg.rows import dict_row, tuple_row
 
 from memsub import preflight, resources
-from memsub.connection import output_formats
+from memsub.connection import RUN_TIMEOUTS, output_formats
 from memsub.errors import MigrationError, PreflightRefused, PrivilegeError
 from memsub.schema_files import (
     DeclaredObject,
@@ -78,8 +78,7 @@ select l.pid, a.usename, a.application_name
 # connection sets them (PGOPTIONS, options in the DSN); its waits are bounded by lock_timeout (``lock_wait``)
 # instead.
 _NO_RUN_TIMEOUTS = ("pg_catalog.set_config(name, '0', false) from pg_catalog.pg_settings "
-                    "where name in ('statement_timeout', 'transaction_timeout', "
-                    "'idle_in_transaction_session_timeout') and source <> 'client'")
+                    f"where name in ({', '.join(repr(name) for name in RUN_TIMEOUTS)}) and source <> 'client'")
 # Whether all the history tables named exist, read from the catalog: to_regclass would need USAGE on schema memsub.
 _HISTORY_TABLES = ("select count(*) = cardinality(%(tables)s::text[]) as present from pg_catalog.pg_class c "
                    "where c.relnamespace = (select oid from pg_catalog.pg_namespace where nspname = 'memsub') "
