@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from psycopg.rows import tuple_row
 
 from memsub.schema_files import Migration
 
@@ -91,7 +92,7 @@ def public_schema_creators(conn: psycopg.Connection[Any], installer: str | None 
     exact match planted in ``public`` for a call that pg_catalog answers through a cast or a polymorphic argument
     runs inside memsub's SECURITY DEFINER functions as their owner. PostgreSQL 14 and older granted CREATE on
     ``public`` to PUBLIC (databases upgraded from them keep it); from 15 on, the database's owner holds it."""
-    rows = conn.execute("""
+    rows = conn.cursor(row_factory=tuple_row).execute("""
         select 'PUBLIC' from pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
          where n.nspname = 'public' and a.grantee = 0 and a.privilege_type = 'CREATE'
         union all
@@ -102,7 +103,7 @@ def public_schema_creators(conn: psycopg.Connection[Any], installer: str | None 
             and (pg_catalog.to_regrole('memsub_owner') is null
                  or not pg_catalog.pg_has_role(r.oid, 'memsub_owner', 'MEMBER'))
           order by 1)""", [installer]).fetchall()
-    names = [str(r[0]) if not isinstance(r, dict) else str(next(iter(r.values()))) for r in rows]
+    names = [str(name) for (name,) in rows]
     return ["PUBLIC"] if "PUBLIC" in names else names
 
 
@@ -118,7 +119,7 @@ def row_security_off(conn: psycopg.Connection[Any]) -> list[str]:
     itself or every database (for every login), or a login in one of those roles (``alter role ... set``, for this
     database or every one). memsub keeps tenants apart by row-level security and refuses such a session's context
     (memsub.set_context, 42501 naming row_security); a login outside memsub's roles, a backup tool's, may keep it."""
-    rows = conn.execute("""
+    rows = conn.cursor(row_factory=tuple_row).execute("""
         select case when s.setrole = 0 and s.setdatabase = 0 then 'every database'
                     when s.setrole = 0 then 'database ' || pg_catalog.current_database()
                     else 'login ' || r.rolname || case when s.setdatabase = 0 then ' (every database)' else '' end
@@ -136,7 +137,7 @@ def row_security_off(conn: psycopg.Connection[Any]) -> list[str]:
                             where pg_catalog.to_regrole(g.name) is not null
                               and pg_catalog.pg_has_role(s.setrole, pg_catalog.to_regrole(g.name), 'MEMBER')))
          order by 1""", [list(CLIENT_ROLES)]).fetchall()
-    return [str(r[0]) if not isinstance(r, dict) else str(next(iter(r.values()))) for r in rows]
+    return [str(place) for (place,) in rows]
 
 
 def run_checks(conn: psycopg.Connection[Any], pending: Sequence[Migration]) -> list[Check]:
