@@ -145,6 +145,9 @@ def contract_of(sqlstate: str | None) -> Contract | None:
 # A statement a connection prepared before an upgrade changed the columns of what it reads is refused once by
 # PostgreSQL with 0A000 (feature_not_supported), which the contract otherwise reads as a change of an immutable
 # packet. Nothing was touched; psycopg prepares the statement again on the next call, so a retry succeeds.
+# It is told apart by the server routine that raises it (plancache.c), which the server names the same way in
+# every language its messages are translated into.
+_PLAN_CACHE_REVALIDATION = "RevalidateCachedQuery"
 _CHANGED_UNDER_A_PREPARED_STATEMENT = Contract(ConflictError, 503, "busy",
                                                "Changed by an upgrade since it was prepared, retry")
 
@@ -163,8 +166,7 @@ def contract_of_error(error: psycopg.Error) -> Contract | None:
     ("cached plan must not change result type") and for a 40001 PostgreSQL raised (naming no field, not memsub's
     stale version: a serialization failure, or a read a hot standby cancelled to go on replaying): retryable
     conflicts."""
-    if error.sqlstate == "0A000" and (error.diag.message_primary or "").startswith(
-            "cached plan must not change result type"):
+    if error.sqlstate == "0A000" and error.diag.source_function == _PLAN_CACHE_REVALIDATION:
         return _CHANGED_UNDER_A_PREPARED_STATEMENT
     if error.sqlstate == "40001" and not error.diag.column_name:
         return _SERIALIZATION_FAILURE

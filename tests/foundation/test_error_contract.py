@@ -58,3 +58,20 @@ def test_a_statement_prepared_before_an_upgrade_changed_its_columns_is_a_retryab
         assert conn.execute("select * from upgraded_meanwhile").fetchall() == []  # the retry
     assert type(translated) is errors.ConflictError and translated.sqlstate == "0A000"
     assert (problem.status, problem.kind) == (503, "busy")
+    # Told apart by the routine that raises it, which a server built with translated messages names the same way.
+    assert refused.value.diag.source_function == "RevalidateCachedQuery"
+
+
+def test_another_feature_not_supported_error_stays_what_the_contract_says(db) -> None:
+    """Only the prepared statement's 0A000 is a retryable conflict: another 0A000, from another routine, is what the
+    contract says of 0A000 whatever its message, and an error whose message merely reads like the prepared
+    statement's is not taken for it."""
+    with db.connect(autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as refused:
+            conn.execute("select count(*) from pg_class for update")
+        with pytest.raises(psycopg.errors.FeatureNotSupported) as lookalike:
+            conn.execute("do $$ begin raise exception using errcode = '0A000',"
+                         " message = 'cached plan must not change result type'; end $$")
+    assert refused.value.diag.source_function != "RevalidateCachedQuery"
+    assert errors.contract_of_error(refused.value) is errors.contract_of("0A000")
+    assert errors.contract_of_error(lookalike.value) is errors.contract_of("0A000")
