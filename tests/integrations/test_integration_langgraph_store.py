@@ -18,13 +18,13 @@ from typing import Any
 
 import psycopg
 import pytest
-from langgraph.store.base import GetOp, ListNamespacesOp, MatchCondition, PutOp, SearchOp
+from langgraph.store.base import GetOp, InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp, SearchOp
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
 from memsub.embedding import HashingEmbedder
 from memsub.errors import ContextError, InvalidInput, LimitExceeded
-from memsub.integrations._context import TenantContext, sync_pool
+from memsub.integrations._context import TenantContext, async_pool, sync_pool
 from memsub.integrations.langgraph_store import MemsubStore
 
 from helpers import assert_refused, blocked_call, run_doc_example, wait_until
@@ -374,6 +374,35 @@ def test_reads_restart_the_time_to_live_of_what_they_return_only(pool: Any, db: 
         {k: v for k, v in start.items() if k != "b"}
     assert store.get(ns, "c") is not None and expiry()["c"] > start["c"] and expiry()["a"] == start["a"]
     assert store.get(ns, "forever") is not None and expiry()["forever"] is None
+
+
+def test_a_batch_refuses_every_operation_with_a_bad_namespace_label(pool: Any, db: Any) -> None:
+    """LangGraph asks a store that keys namespaces as labels joined by periods (memsub's namespace_key) to check
+    the labels of every operation given to batch (``validate_op_namespace``), as its methods do; PostgresStore
+    does. memsub checked them for puts only (in the database): a get, search or listing whose label held a period,
+    was empty or was not text returned nothing instead of InvalidNamespaceError. Now every operation's labels are
+    checked before anything is sent, and the batch writes nothing."""
+    store = store_for(pool)
+    ok = PutOp(("ok",), "w", {"v": 1})
+    for bad in (GetOp(("a.b",), "k"), GetOp(("a", ""), "k"), SearchOp(("ok.w",)), SearchOp((1,)),  # type: ignore[arg-type]
+                ListNamespacesOp((MatchCondition("prefix", ("ok.w",)),)),
+                ListNamespacesOp((MatchCondition("suffix", ("",)),)), PutOp(("a.b",), "k", None),
+                PutOp(("a", "b.c"), "k", {"v": 1})):
+        with pytest.raises(InvalidNamespaceError):
+            store.batch([ok, bad])
+        with pytest.raises(InvalidNamespaceError):
+            asyncio.run(_abatch(db, store, [ok, bad]))
+    assert store.search(()) == [] and store.list_namespaces() == []
+
+
+async def _abatch(db: Any, store: MemsubStore, ops: list[Any]) -> Any:
+    """abatch of a store in store's context on an async pool of its own, closed afterwards."""
+    apool = async_pool(db.dsn("app"))
+    await apool.open()
+    try:
+        return await MemsubStore(apool, store.context).abatch(ops)
+    finally:
+        await apool.close()
 
 
 def test_bad_input_names_the_field_and_writes_nothing(pool: Any, db: Any) -> None:

@@ -35,6 +35,7 @@ from langgraph.store.base import (
     SearchItem,
     SearchOp,
     TTLConfig,
+    validate_op_namespace,
 )
 from langgraph.store.base.embed import ensure_embeddings, get_text_at_path, tokenize_path
 from psycopg_pool import AsyncConnectionPool
@@ -135,7 +136,12 @@ class MemsubStore(BaseStore):
         """Ops to run, in order, the texts to embed for each, and where each op's texts start and end in that list.
         A put is left out when a later put of its key follows with no read between that could see it (a get of
         the key, a search under a prefix of its namespace, a namespace listing): the reads see each put before
-        them, as they would with every put run."""
+        them, as they would with every put run. Every operation's namespace labels are checked first
+        (InvalidNamespaceError for a label that is empty, not text or holds a period, before anything is sent), as
+        LangGraph asks of a store that keys namespaces as labels joined by periods, and as its methods check them:
+        unchecked, a get, search or listing with such a label returned nothing instead."""
+        for op in ops:
+            validate_op_namespace(op)
         unread: dict[tuple[tuple[str, ...], str], int] = {}  # a key's last put that no read has seen yet
         dropped: set[int] = set()
         for i, op in enumerate(ops):
