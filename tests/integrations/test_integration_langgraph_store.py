@@ -115,6 +115,31 @@ def test_a_batch_runs_in_order_even_between_two_puts_of_one_key(pool: Any) -> No
     assert embedded == ["second"]
 
 
+def test_a_delete_then_a_put_of_one_key_in_a_batch_creates_the_item_anew(pool: Any) -> None:
+    """A batch runs in order: a delete and then a put of an existing key leave a new item, created when it was
+    put (created_at equal to updated_at), as the same two calls one after the other do. The delete was skipped as
+    a put that the later put overwrites, so the item kept its old created_at (before the fix: created_at of the
+    first put, earlier than updated_at)."""
+    store = store_for(pool)
+    ns = ("b",)
+    for ops in ([PutOp(ns, "x", None), PutOp(ns, "x", {"v": 2})],
+                [PutOp(ns, "x", {"v": 1}), PutOp(ns, "x", None), PutOp(ns, "x", {"v": 2})],
+                [PutOp(ns, "x", None), GetOp(("other",), "x"), PutOp(ns, "x", {"v": 2})]):
+        store.put(ns, "x", {"v": 0})
+        old = store.get(ns, "x")
+        assert old is not None
+        store.batch(ops)
+        new = store.get(ns, "x")
+        assert new is not None and new.value == {"v": 2}
+        assert new.created_at == new.updated_at > old.created_at, ops
+    # a delete followed by a delete, or a put by a put, is still written once
+    store.batch([PutOp(ns, "x", {"v": 3}), PutOp(ns, "x", {"v": 4})])
+    item = store.get(ns, "x")
+    assert item is not None and item.value == {"v": 4} and item.created_at < item.updated_at
+    store.batch([PutOp(ns, "x", None), PutOp(ns, "x", None)])
+    assert store.get(ns, "x") is None
+
+
 def test_two_tenants_share_namespaces_without_seeing_each_other(pool: Any) -> None:
     first, second = store_for(pool), store_for(pool)
     ns = ("users", "1")

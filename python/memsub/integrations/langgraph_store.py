@@ -21,7 +21,7 @@ the configured embedder, as LangGraph does.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langgraph.store.base import (
     BaseStore,
@@ -135,8 +135,9 @@ class MemsubStore(BaseStore):
     def _plan(self, ops: Sequence[Op]) -> tuple[list[tuple[int, Op]], list[str], list[tuple[int, int]]]:
         """Ops to run, in order, the texts to embed for each, and where each op's texts start and end in that list.
         A put is left out when a later put of its key follows with no read between that could see it (a get of
-        the key, a search under a prefix of its namespace, a namespace listing): the reads see each put before
-        them, as they would with every put run. Every operation's namespace labels are checked first
+        the key, a search under a prefix of its namespace, a namespace listing), unless it is a delete and the
+        later put writes a value: the reads see each put before them, and the item its creation time, as they
+        would with every put run. Every operation's namespace labels are checked first
         (InvalidNamespaceError for a label that is empty, not text or holds a period, before anything is sent), as
         LangGraph asks of a store that keys namespaces as labels joined by periods, and as its methods check them:
         unchecked, a get, search or listing with such a label returned nothing instead."""
@@ -147,7 +148,8 @@ class MemsubStore(BaseStore):
         for i, op in enumerate(ops):
             if isinstance(op, PutOp):
                 earlier = unread.get((op.namespace, op.key))
-                if earlier is not None:
+                # a delete before a put is kept: the put then creates the item anew (its created_at), as in order
+                if earlier is not None and not (cast(PutOp, ops[earlier]).value is None and op.value is not None):
                     dropped.add(earlier)
                 unread[(op.namespace, op.key)] = i
             elif isinstance(op, GetOp):
