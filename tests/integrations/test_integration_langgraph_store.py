@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from collections import UserDict
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from typing import Any
 
 import psycopg
@@ -138,6 +140,24 @@ def test_a_delete_then_a_put_of_one_key_in_a_batch_creates_the_item_anew(pool: A
     assert item is not None and item.value == {"v": 4} and item.created_at < item.updated_at
     store.batch([PutOp(ns, "x", None), PutOp(ns, "x", None)])
     assert store.get(ns, "x") is None
+
+
+def test_a_value_may_be_any_mapping(pool: Any) -> None:
+    """LangGraph's put takes a value that is a mapping with string keys (PutOp.value: Mapping[str, Any]), and
+    PostgresStore stores any: a mapping other than a dict (a MappingProxyType, a UserDict) was refused as not JSON
+    (NotJson, "a mappingproxy is not JSON"). It is stored as the dict it holds; inside it, values must still be
+    JSON (a mapping there is refused, as json.dumps refuses it in PostgresStore)."""
+    store = store_for(pool)
+    ns = ("m",)
+    store.put(ns, "proxy", MappingProxyType({"v": 1, "list": [1, "x"]}))
+    store.batch([PutOp(ns, "user", UserDict({"v": 2}))])
+    assert store.get(ns, "proxy").value == {"v": 1, "list": [1, "x"]}  # type: ignore[union-attr]
+    assert [item.value for item in store.search(ns, filter={"v": 2})] == [{"v": 2}]
+    with pytest.raises(TypeError):
+        store.put(ns, "nested", {"v": MappingProxyType({"w": 1})})
+    with pytest.raises(TypeError):
+        store.put(ns, "keys", MappingProxyType({1: "a"}))  # type: ignore[dict-item]
+    assert sorted(item.key for item in store.search(ns)) == ["proxy", "user"]
 
 
 def test_two_tenants_share_namespaces_without_seeing_each_other(pool: Any) -> None:

@@ -20,7 +20,7 @@ the configured embedder, as LangGraph does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from langgraph.store.base import (
@@ -159,7 +159,9 @@ class MemsubStore(BaseStore):
                 unread = {k: v for k, v in unread.items() if k[0][:len(prefix)] != prefix}
             elif isinstance(op, ListNamespacesOp):
                 unread = {}
-        planned = [(i, op) for i, op in enumerate(ops) if i not in dropped]
+        # A value may be any mapping (PutOp.value: Mapping[str, Any]): it is stored, and embedded, as its dict.
+        planned = [(i, op._replace(value=dict(op.value)) if isinstance(op, PutOp) and isinstance(op.value, Mapping)
+                    and not isinstance(op.value, dict) else op) for i, op in enumerate(ops) if i not in dropped]
         texts: list[str] = []
         spans: list[tuple[int, int]] = []
         for _, op in planned:
