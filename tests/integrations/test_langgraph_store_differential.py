@@ -32,6 +32,9 @@ in byte order, PostgresStore's in the database's collation (the same in a ``C`` 
 Before some reads, every live expiry is set to a mark in both stores, and the items whose mark the read moved
 must be exactly those it returned with a time to live when asked to refresh, and none otherwise. A failure names
 the seed and the last operations before it.
+
+Searches with a query, over stores with an index, are compared by a test of their own (at the end), and invalid
+input by another: memsub refuses at least what the contract and PostgresStore refuse, and writes nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import copy
 import functools
 import itertools
 import json
+import math
 import random
 import uuid
 from collections.abc import Callable, Iterator
@@ -67,6 +71,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
+from memsub.embedding import HashingEmbedder
 from memsub.errors import InvalidInput
 from memsub.integrations._context import TenantContext, async_pool, sync_pool
 from memsub.integrations.langgraph_store import MemsubStore
@@ -86,13 +91,13 @@ MISSING = object()
 # -- the two stores -------------------------------------------------------------------------------------------
 
 
-def peer_dsn(db: Any) -> str:
+def peer_dsn(db: Any, search_path: str = "langgraph") -> str:
     """A login role owning schema langgraph in the test database, for PostgresStore's tables."""
     with db.connect(autocommit=True) as conn:
         conn.execute(sql.SQL("do $$ begin create role {} login; exception when duplicate_object then null; end $$")
                      .format(sql.Identifier(PEER_ROLE)))
         conn.execute(sql.SQL("create schema langgraph authorization {}").format(sql.Identifier(PEER_ROLE)))
-    return db.server.dsn(db.name, PEER_ROLE) + " options='-c search_path=langgraph'"
+    return db.server.dsn(db.name, PEER_ROLE) + f" options='-c search_path={search_path}'"
 
 
 @pytest.fixture
@@ -100,6 +105,26 @@ def peer(db: Any) -> Iterator[Any]:
     """PostgresStore on its own connection, set up as from_conn_string sets it up, with omit_expired."""
     conn = psycopg.connect(peer_dsn(db), autocommit=True, prepare_threshold=0, row_factory=dict_row)
     store = PostgresStore(conn, ttl={"omit_expired": True, "refresh_on_read": True})  # type: ignore[arg-type]
+    store.setup()
+    yield store
+    conn.close()
+
+
+DIMS = 32
+EMBEDDER = HashingEmbedder(DIMS)
+
+
+def embed(texts: list[str]) -> list[list[float]]:
+    return EMBEDDER.embed(texts)
+
+
+@pytest.fixture
+def indexed_peer(db: Any) -> Iterator[Any]:
+    """PostgresStore with an index over field "s" (the vector type from schema public)."""
+    conn = psycopg.connect(peer_dsn(db, "langgraph,public"), autocommit=True, prepare_threshold=0,
+                           row_factory=dict_row)
+    store = PostgresStore(conn, index={"dims": DIMS, "embed": embed, "fields": ["s"]},  # type: ignore[arg-type]
+                          ttl={"omit_expired": True})
     store.setup()
     yield store
     conn.close()
@@ -717,5 +742,102 @@ def test_invalid_input_is_refused_at_least_as_strictly_and_writes_nothing(db: An
             call(store)
         assert str(refused.value)
         assert store.search((), limit=100) == [] and store.list_namespaces() == []
+    finally:
+        pool.close()
+
+
+# -- natural-language search ----------------------------------------------------------------------------------
+
+WORDS = ("green", "tea", "black", "coffee", "morning", "bicycle", "work", "rain")
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+def check_ranked(name: str, page: list[Any], window: list[tuple[Any, float | None]], where: str) -> None:
+    """page holds the window's items with their scores, in its order, where items of one score may stand for each
+    other."""
+    wanted = dict(window)
+    assert [i.score for i in page] == pytest.approx([score for _, score in window], abs=1e-5), f"{name}: {where}"
+    assert len({(i.namespace, i.key) for i in page}) == len(page), f"{name}: {where}"
+    for item in page:
+        found = (item.namespace, item.key)
+        assert found in wanted or item.score is not None, f"{name}: {found} not expected: {where}"
+        if item.score is not None:
+            assert any(key == found for key, _ in window) or any(
+                score is not None and abs(score - item.score) < 1e-5 for _, score in window), f"{name}: {where}"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_natural_language_searches_agree_with_postgres_store(db: Any, indexed_peer: Any, seed: int) -> None:
+    """Both stores index field "s" with one embedder (cosine); random puts (overwrites, some with index=False,
+    some without text at "s") and then searches with a query, a namespace prefix, an equality or $ne filter,
+    limit and offset. Each store's page is compared with the scores computed here, and the two pages with each
+    other where no documented difference (docs/integrations.md, "Side by side with PostgresStore") applies:
+
+    - PostgresStore keeps an item's vectors when it is written over without text at the indexed field or with
+      index=False, and scores it by its old text; memsub replaces an item's vectors with those of the value written
+      (none then);
+    - PostgresStore leaves an item without vectors out of a query search; memsub lists it after the scored items,
+      newest first;
+    - PostgresStore reads only the nearest ``2 * limit + 1`` vectors before it skips ``offset``, so a page far
+      enough down comes back short or empty; memsub skips ``offset`` of all the matching items.
+    """
+    rng = random.Random(1000 + seed)
+    generator = Generator(rng)
+    pool = sync_pool(db.dsn("app"))
+    mine_text: dict[tuple[tuple[str, ...], str], str | None] = {}  # the text memsub's vectors are of (None: none)
+    peer_text: dict[tuple[tuple[str, ...], str], str | None] = {}  # the text PostgresStore's vectors are of
+    values: dict[tuple[tuple[str, ...], str], dict[str, Any]] = {}
+    written: dict[tuple[tuple[str, ...], str], int] = {}
+    try:
+        store = MemsubStore(pool, TenantContext(uuid.uuid4()), index={"dims": DIMS, "embed": embed, "fields": ["s"]})
+        log: list[str] = []
+        for step in range(40):
+            where = (generator.namespace(), rng.choice(KEYS))
+            value: dict[str, Any] = {"n": rng.choice([1, 2, 3])}
+            if rng.random() < 0.85:
+                value["s"] = " ".join(rng.sample(WORDS, rng.randint(1, 3)))
+            index = False if rng.random() < 0.15 else None
+            log.append(f"put {where} {value} index={index}")
+            for side in (store, indexed_peer):
+                side.put(*where, value, index=index)
+            text = value.get("s") if index is None else None
+            values[where], written[where], mine_text[where] = value, step, text
+            peer_text[where] = text or peer_text.get(where)
+        for _ in range(40):
+            ns = generator.namespace()
+            prefix = ns[:rng.randint(0, len(ns))]
+            wanted_n = rng.choice([1, 2])
+            filter = rng.choice([None, None, {"n": wanted_n}, {"n": {"$ne": wanted_n}}])
+            query = " ".join(rng.sample(WORDS, rng.randint(1, 2)))
+            limit, offset = rng.choice([1, 2, 3, 10]), rng.choice([0, 0, 1, 3, 5])
+            mine = store.search(prefix, query=query, filter=filter, limit=limit, offset=offset)
+            theirs = indexed_peer.search(prefix, query=query, filter=filter, limit=limit, offset=offset)
+            vector = embed([query])[0]
+
+            def score(text: str | None, vector: list[float] = vector) -> float | None:
+                return None if text is None else cosine(embed([text])[0], vector)
+
+            equal = filter is not None and filter["n"] == wanted_n  # {"n": wanted_n}, else {"n": {"$ne": ...}}
+            matching = [w for w, v in values.items() if w[0][:len(prefix)] == prefix and (
+                filter is None or (v["n"] == wanted_n) == equal)]
+            scored = sorted(((w, score(mine_text[w])) for w in matching if mine_text[w] is not None),
+                            key=lambda pair: -pair[1])  # type: ignore[operator]
+            unscored = sorted(((w, None) for w in matching if mine_text[w] is None), key=lambda pair: -written[pair[0]])
+            expected_mine = [*scored, *unscored][offset:offset + limit]
+            peers = sorted(((w, score(peer_text[w])) for w in matching if peer_text[w] is not None),
+                           key=lambda pair: -pair[1])  # type: ignore[operator]
+            expected_peer = peers[:2 * limit + 1][offset:offset + limit]
+            where = f"seed {seed}: search {prefix} {query!r} {filter} {limit} {offset}\n" + "\n".join(log)
+            check_ranked("memsub", mine, expected_mine, where)
+            check_ranked("peer", theirs, expected_peer, where)
+            assert [(i.namespace, i.key) for i in mine if i.score is None] == \
+                [w for w, score in expected_mine if score is None], where
+            if expected_mine == expected_peer:  # no documented difference in this page: the same page
+                assert [i.score for i in mine] == pytest.approx([i.score for i in theirs], abs=1e-5), where
+                assert {(i.namespace, i.key) for i in mine} == {(i.namespace, i.key) for i in theirs} or \
+                    len({round(s, 5) for _, s in scored if s is not None}) < len(scored), where
     finally:
         pool.close()
