@@ -76,7 +76,7 @@ from memsub.errors import InvalidInput
 from memsub.integrations._context import TenantContext, async_pool, sync_pool
 from memsub.integrations.langgraph_store import MemsubStore
 
-PEER_ROLE = "memsub_test_langgraph_peer"
+PEER_ROLE = "langgraph_peer"  # no memsub_ prefix: the role tests that list memsub's roles never meet it
 LABELS = ("a", "b", "c", "a-c", "a0", "x_y", "p%", "q\\", "é", "*")
 KEYS = ("k1", "k2", "k3", "", "k.4")
 FIELDS = ("n", "s", "f", "a.b", "")
