@@ -35,7 +35,7 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 from psycopg.rows import dict_row, tuple_row
 
-from memsub.connection import OUTPUT_FORMATS, first_line, lift_run_timeouts, output_formats
+from memsub.connection import OUTPUT_FORMATS, first_line, lift_run_timeouts, output_formats, refuse_on_standby
 from memsub.schema_files import Repeatable, split_statements
 
 if TYPE_CHECKING:
@@ -992,6 +992,8 @@ def repair(dsn: str, mode: str = "auto", reference_dsn: str | None = None) -> Re
     from memsub.errors import MigrationError
     from memsub.migrator import Migrator
 
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        refuse_on_standby(conn, "memsub repair")
     migrator = Migrator(dsn)
     blocking = [e for e in migrator.status() if e.kind == "migration" and e.state != "applied"]
     if blocking:

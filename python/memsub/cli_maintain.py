@@ -35,7 +35,7 @@ def maintain_command(dsn: str | None, tasks: tuple[str, ...], every: str | None,
 
     Exit status: 0 when every task succeeded, 1 when a task failed or was skipped because another run held its
     lock (a worker keeps going, and exits 1 at the end if any round did not succeed), 3 when the server is
-    unreachable.
+    unreachable, 6 when it is a hot standby (maintenance runs on the primary).
     """
     period = parse_interval(every) if every else None
     if rounds is not None and period is None:

@@ -11,7 +11,7 @@ import psycopg
 
 from memsub import catalog_check
 from memsub.cli_common import dsn_option, reachable_dsn
-from memsub.errors import MemsubError
+from memsub.errors import HotStandbyError, MemsubError
 from memsub.exit_codes import BAD_INPUT, fail
 from memsub.migrator import Migrator
 
@@ -50,7 +50,10 @@ def _history(text: str) -> dict[str, Any]:
 
 
 def _cannot(what: str, error: Exception, as_json: bool) -> NoReturn:
-    """The comparison itself was impossible: exit 2, in the one-line and JSON shape of every command's error."""
+    """The comparison itself was impossible: exit 2, in the one-line and JSON shape of every command's error. A
+    repair pointed at a hot standby exits with that error's own code (6)."""
+    if isinstance(error, HotStandbyError):
+        fail(error, as_json=as_json)
     fail(error, as_json=as_json, prefix=f"cannot {what}: ", code=BAD_INPUT)
 
 

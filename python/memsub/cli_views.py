@@ -8,7 +8,7 @@ from typing import Any, Literal
 import click
 
 from memsub.cli_common import dsn_option, emit_json, reachable_dsn
-from memsub.connection import connect, lift_run_timeouts
+from memsub.connection import connect, lift_run_timeouts, refuse_on_standby
 from memsub.errors import MemsubError
 from memsub.exit_codes import CHECK_FAILED, fail
 
@@ -23,6 +23,7 @@ def refresh_all_views(conninfo: str) -> list[Any]:
     transaction block; the login's statement timeout would cancel the run partway (the CALL is one statement for
     every view): lifted."""
     with connect(conninfo, autocommit=True) as conn:
+        refuse_on_standby(conn, "refreshing the views")
         lift_run_timeouts(conn)
         called: Any = conn.execute("call memsub.refresh_memory_views(null)").fetchone()
         if called is None or called[0] is None:
@@ -38,7 +39,8 @@ def refresh_all_views(conninfo: str) -> list[Any]:
 def refresh_views_command(dsn: str | None, as_json: bool) -> None:
     """Refresh the materialized views (CALL memsub.refresh_memory_views()), one transaction per view.
 
-    Exits 1 when a view failed or was skipped because another refresh of it was running."""
+    Exits 1 when a view failed or was skipped because another refresh of it was running, 6 when the server is
+    a hot standby (the views are refreshed on the primary)."""
     rows = refresh_all_views(reachable_dsn(dsn))
     failed = 0
     skipped = 0

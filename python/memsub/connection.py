@@ -28,7 +28,7 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg.rows import RowFactory, dict_row, tuple_row
 
-from memsub.errors import ConfigurationError, ConnectionFailed, MemsubError, PrivilegeError
+from memsub.errors import ConfigurationError, ConnectionFailed, HotStandbyError, MemsubError, PrivilegeError
 
 LIBPQ_SERVER_VARIABLES = ("PGSERVICE", "PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER")
 DEFAULT_CONNECT_TIMEOUT = 5
@@ -249,6 +249,17 @@ def probe(dsn: str) -> None:
     """Connect once and disconnect: raises ConnectionFailed / ConfigurationError / PrivilegeError."""
     with connect(dsn):
         pass
+
+
+def refuse_on_standby(conn: psycopg.Connection[Any], command: str) -> None:
+    """HotStandbyError when the server of ``conn`` is a hot standby (``pg_is_in_recovery()``): ``command``
+    changes the database, which only the primary can do. Checked before anything is attempted, so the caller
+    is told why in one line instead of PostgreSQL's message for the first statement that writes or locks."""
+    row = conn.cursor(row_factory=tuple_row).execute("select pg_catalog.pg_is_in_recovery()").fetchone()
+    if row and row[0]:
+        raise HotStandbyError(
+            f"the server is a hot standby (pg_is_in_recovery() is true): {command} changes the database and runs "
+            "on the primary; nothing was attempted", sqlstate="25006")
 
 
 # The timeouts that end a statement or a transaction however long it legitimately runs (transaction_timeout:

@@ -62,6 +62,12 @@ class ReadOnlyError(StateError):
     written; send it to the primary, or through a login that may write."""
 
 
+class HotStandbyError(ReadOnlyError):
+    """A command that changes the database (migrate, repair, maintain, refresh-views) pointed at a hot standby
+    (pg_is_in_recovery() is true): refused before anything is attempted (SQLSTATE 25006). Run it on the
+    primary."""
+
+
 class SessionClosed(StateError):
     """A tenant session used after its block ended: its transaction is over and its connection may already serve
     another tenant, so the call is refused before anything is sent."""

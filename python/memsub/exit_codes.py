@@ -13,6 +13,8 @@ code   meaning
 4      insufficient privilege: the role lacks a grant or membership the command needs
 5      preflight refused: the server lacks what installation needs (extension, privilege, version);
        nothing was changed
+6      the server is a hot standby (``pg_is_in_recovery()``): ``migrate``, ``repair``, ``maintain`` and
+       ``refresh-views`` run on the primary; nothing was attempted
 =====  ==========================================================================================
 """
 
@@ -28,6 +30,7 @@ from memsub.errors import (
     ConfigurationError,
     ConnectionFailed,
     ContextError,
+    HotStandbyError,
     InvalidInput,
     MemsubError,
     PreflightRefused,
@@ -39,9 +42,12 @@ BAD_INPUT = 2
 CANNOT_CONNECT = 3
 NO_PRIVILEGE = 4
 PREFLIGHT_REFUSED = 5
+ON_STANDBY = 6
 
 
 def exit_code_of(error: MemsubError) -> int:
+    if isinstance(error, HotStandbyError):
+        return ON_STANDBY
     if isinstance(error, PreflightRefused):
         return PREFLIGHT_REFUSED
     if isinstance(error, ConnectionFailed):

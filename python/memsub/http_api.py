@@ -776,19 +776,21 @@ async def health(request: Request) -> Response:
 
 
 async def ready(request: Request) -> Response:
-    """Ready when a pooled connection answers and memsub's authentication function is installed."""
+    """Ready when a pooled connection answers and memsub's authentication function is installed; ``standby``
+    says whether the server is a hot standby (pg_is_in_recovery()): it serves the reads, not the writes."""
     pool: AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]] = request.app.state.pool
     try:
         async with pool.connection(timeout=5.0) as connection:
             cursor = await connection.execute(
-                "select pg_catalog.to_regprocedure('memsub.authenticate_api_key(text)') is not null")
+                "select pg_catalog.to_regprocedure('memsub.authenticate_api_key(text)') is not null, "
+                "pg_catalog.pg_is_in_recovery()")
             row = await cursor.fetchone()
     except (psycopg.Error, PoolTimeout) as error:
         raise Problem(503, "unavailable", "Not ready",
                       f"the database does not answer: {type(error).__name__}") from error
     if not row or not row[0]:
         raise Problem(503, "unavailable", "Not ready", "memsub is not installed in this database (memsub migrate)")
-    return JSONResponse({"status": "ready"})
+    return JSONResponse({"status": "ready", "standby": bool(row[1])})
 
 
 async def openapi(request: Request) -> Response:

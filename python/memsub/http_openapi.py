@@ -136,6 +136,16 @@ PROBLEM: Schema = {
                                                                  "current_version=N."}},
 }
 
+READINESS: Schema = {
+    "type": "object", "required": ["status", "standby"], "additionalProperties": False,
+    "properties": {
+        "status": {"const": "ready"},
+        "standby": {"type": "boolean",
+                    "description": "true on a hot standby (pg_is_in_recovery()): it serves the reads, and a write "
+                                   "sent there is answered 503 read-only; false on the primary, which takes both. "
+                                   "A load balancer sends the writes where it is false."}},
+}
+
 ARGUMENT_SCHEMAS: dict[http_api.Coerce, Schema] = {
     http_api.integer: INT32, http_api.bigint: {"type": "integer"}, http_api.number: {"type": "number"},
     http_api.boolean: {"type": "boolean"}, http_api.text: {"type": "string"}, http_api.timestamp: TIMESTAMP,
@@ -244,7 +254,7 @@ def openapi_document() -> dict[str, Any]:
             "schemas": {"PacketEnvelope": PACKET_ENVELOPE, "PacketWriteResult": PACKET_WRITE_RESULT,
                         "PacketStoreRow": PACKET_ROW, "LineageRow": LINEAGE_ROW, "SemanticHit": SEMANTIC_HIT,
                         "HybridHit": HYBRID_HIT, "GraphNode": GRAPH_NODE, "MemoryEntry": MEMORY_ENTRY,
-                        "Problem": PROBLEM},
+                        "Readiness": READINESS, "Problem": PROBLEM},
         },
         "security": [{"apiKey": []}],
         "paths": {
@@ -303,7 +313,8 @@ def openapi_document() -> dict[str, Any]:
             "/api/v1/health": {"get": operation(
                 "health", "Liveness: the process answers", ("200", {"type": "object"}), errors=(422,), public=True)},
             "/api/v1/ready": {"get": operation(
-                "ready", "Readiness: the database answers and memsub is installed", ("200", {"type": "object"}),
+                "ready", "Readiness: the database answers and memsub is installed; standby says whether it is a "
+                "hot standby (reads only)", ("200", ref("Readiness")),
                 errors=(422, 503), public=True)},
             "/api/v1/openapi.json": {"get": operation(
                 "openapi", "This document", ("200", {"type": "object"}), errors=(422,), public=True)},

@@ -35,7 +35,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from memsub import _calls
-from memsub.connection import connect, lift_run_timeouts, translate
+from memsub.connection import connect, lift_run_timeouts, refuse_on_standby, translate
 from memsub.errors import InvalidInput, MemsubError, PrivilegeError
 
 Connection = psycopg.Connection[dict[str, Any]]
@@ -240,6 +240,7 @@ def run_round(dsn: str, tasks: Sequence[str] = TASKS) -> RoundReport:
           connect(dsn, row_factory=dict_row, application_name="memsub maintain") as raw_lock):
         conn: Connection = raw  # type: ignore[assignment]
         lock_conn: Connection = raw_lock  # type: ignore[assignment]
+        refuse_on_standby(conn, "memsub maintain")
         lock_conn.execute("set idle_in_transaction_session_timeout = 0")
         lock_conn.commit()
         # Every task is long by nature (a refresh is one statement for every view, a purge one for every tenant):

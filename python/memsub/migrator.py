@@ -31,7 +31,7 @@ import psycopg
 from psycopg.rows import dict_row, tuple_row
 
 from memsub import preflight, resources
-from memsub.connection import RUN_TIMEOUTS, output_formats
+from memsub.connection import RUN_TIMEOUTS, output_formats, refuse_on_standby
 from memsub.errors import MigrationError, PreflightRefused, PrivilegeError
 from memsub.schema_files import (
     DeclaredObject,
@@ -528,6 +528,7 @@ class Migrator:
         target_version = self.shipped_version("--to", target) or self.head
         report = MigrationReport(dry_run=dry_run)
         with self._connect_bounded() as conn:
+            refuse_on_standby(conn, "memsub migrate")
             conn.add_notice_handler(lambda notice: _keep_memsub_notice(notice, report.notices))
             _creator_may_set_role(conn)
             # A database without memsub: the bootstrap advisory lock, held for the whole run so that a second

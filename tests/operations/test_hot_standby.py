@@ -28,13 +28,13 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 from http_helpers import create_key
-from memsub import embedded
+from memsub import embedded, exit_codes
 from memsub.async_client import AsyncSubstrate
 from memsub.cli import main as cli
 from memsub.client import Substrate
 from memsub.context_tokens import mint_context_token
 from memsub.embedding import HashingEmbedder
-from memsub.errors import ConflictError, ReadOnlyError, from_database_error
+from memsub.errors import ConflictError, HotStandbyError, ReadOnlyError, from_database_error
 from memsub.http_api import create_app, problem_from_database, serve_in_thread
 from memsub.integrations.langgraph_checkpoint import MemsubSaver
 from memsub.integrations.langgraph_store import MemsubStore
@@ -356,7 +356,11 @@ def test_the_http_api_and_the_mcp_read_tools_serve_from_the_standby(pair: Pair, 
 
     on_primary = answers("primary")
     assert {status for status, _ in on_primary} == {200}
-    assert answers("standby") == on_primary
+    on_standby = answers("standby")
+    assert on_standby[1:] == on_primary[1:]
+    # Readiness answers 200 on both (the standby serves reads) and says which one takes writes.
+    assert (on_primary[0], on_standby[0]) == ((200, {"status": "ready", "standby": False}),
+                                              (200, {"status": "ready", "standby": True}))
 
     def tool_reads(server: str) -> list[Any]:
         with Substrate(pair.dsn(server, "app"), max_size=1) as substrate:
@@ -388,10 +392,39 @@ def test_the_cli_reads_from_the_standby_and_names_a_refused_write(pair: Pair, wr
     envelope.write_text('{"packet_type": "note", "payload": {"text": "on the standby"}}')
     refused = runner.invoke(cli, ["packet", "write", str(envelope), *standby])
     assert refused.exit_code == 1 and "read-only transaction" in refused.stderr, refused.output
-    maintained = runner.invoke(cli, ["maintain", "--json", "--dsn", pair.dsn("standby", "platform_admin")])
-    assert maintained.exit_code == 1, maintained.output
-    tasks = json.loads(maintained.stdout)["tasks"]
-    assert tasks and all(t["status"] == "failed" and "read-only transaction" in t["error"] for t in tasks)
+
+
+def test_maintenance_and_migration_on_the_standby_are_refused_naming_it(pair: Pair, written: Written) -> None:
+    """memsub maintain, refresh-views, migrate (a dry run too) and repair pointed at the standby say it is a hot
+    standby and that they run on the primary, exit 6 (exit_codes.ON_STANDBY) before any task or statement is
+    attempted: no round is reported and nothing is logged. Before, maintain reported every task failed with
+    PostgreSQL's "cannot execute ... in a read-only transaction" (exit 1), refresh-views and repair printed that
+    message (exit 1 and 2), migrate "cannot execute LOCK TABLE during recovery" (exit 1)."""
+    with psycopg.connect(pair.primary) as conn:
+        logged = conn.execute("select count(*) from memsub.memory_view_refresh_log").fetchone()
+    runner = CliRunner()
+    standby = ["--dsn", pair.dsn("standby", "platform_admin")]
+    for command in (["maintain", "--json"], ["maintain", "--json", "--every", "1s", "--rounds", "2"],
+                    ["refresh-views", "--json"], ["migrate", "--json"], ["migrate", "--dry-run", "--json"],
+                    ["repair", "--json"]):
+        dsn = standby if command[0] in ("maintain", "refresh-views") else ["--dsn", pair.standby]
+        result = runner.invoke(cli, [*command, *dsn])
+        assert result.exit_code == exit_codes.ON_STANDBY == 6, (command, result.output)
+        [payload] = [json.loads(line) for line in result.stdout.splitlines()]  # the error alone: no round, no view
+        assert (payload["ok"], payload["exit_code"], payload["error"], payload["sqlstate"]) == (
+            False, 6, "HotStandbyError", "25006"), (command, payload)
+        assert "hot standby" in payload["message"] and "primary" in payload["message"], payload
+        assert "read-only transaction" not in result.stderr and "recovery" in result.stderr, result.stderr
+    plain = runner.invoke(cli, ["maintain", *standby])
+    assert plain.exit_code == 6 and plain.stdout == "", plain.output
+    assert plain.stderr.splitlines()[-1].startswith("memsub: the server is a hot standby"), plain.stderr
+    with pytest.raises(HotStandbyError, match="hot standby"):
+        Migrator(pair.standby).migrate()
+    pair.caught_up()
+    with psycopg.connect(pair.primary) as conn:
+        assert conn.execute("select count(*) from memsub.memory_view_refresh_log").fetchone() == logged
+    # On the primary the same commands run as before.
+    assert runner.invoke(cli, ["migrate", "--dsn", pair.primary]).exit_code == 0
 
 
 def test_a_read_the_standbys_replay_cancels_is_a_retryable_busy(pair: Pair, written: Written) -> None:

@@ -457,7 +457,7 @@ def test_a_path_or_query_value_that_is_not_utf8_is_422_naming_it(api: Api):
 def test_health_readiness_and_the_committed_openapi_document(api: Api):
     with httpx.Client(base_url=api.url) as client:  # no key needed
         assert client.get("/api/v1/health").json() == {"status": "ok"}
-        assert client.get("/api/v1/ready").json() == {"status": "ready"}
+        assert client.get("/api/v1/ready").json() == {"status": "ready", "standby": False}
         served = client.get("/api/v1/openapi.json")
     assert served.status_code == 200
     assert served.text == (ROOT / "docs" / "openapi.json").read_text() == openapi_json()
