@@ -164,6 +164,107 @@ comment on function memsub._require_tenant_id() is
 -- FORCE ROW LEVEL SECURITY) and SECURITY DEFINER functions are bound by them too. Every context function is
 -- wrapped in a scalar sub-select so it is evaluated once per query, not per row.
 
+-- Re-applying sql/ must not take ACCESS EXCLUSIVE (DROP/CREATE POLICY) or SHARE ROW EXCLUSIVE (CREATE TRIGGER) on a
+-- table whose policy or trigger it would only create again as it is: the applications' calls on that table would
+-- queue behind the migrator's transaction until it commits. memsub._ensure_policy and memsub._ensure_trigger create
+-- the object unless the catalog already holds exactly what the statement creates, which a probe tells: the same
+-- statement applied to a temporary table of the same name and columns (CREATE TABLE ... LIKE takes ACCESS SHARE),
+-- whose catalog definition is then compared with the table's. Anything else (no such object, another definition,
+-- a probe that cannot be made) drops and creates it, as before.
+create or replace function memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text)
+returns boolean
+language plpgsql volatile security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_relname name;
+    v_probe regclass;
+    v_statement text;
+    v_same boolean := false;
+begin
+    if p_kind is null or p_kind not in ('policy', 'trigger') then
+        raise exception 'memsub._same_as_created: p_kind must be policy or trigger, not %', p_kind
+            using errcode = '22023', column = 'p_kind';
+    end if;
+    select c.relname into v_relname from pg_class c where c.oid = p_table;
+    if v_relname is null
+       or p_kind = 'policy' and not exists (select from pg_policy where polrelid = p_table and polname = p_name)
+       or p_kind = 'trigger' and not exists (select from pg_trigger
+                                             where tgrelid = p_table and tgname = p_name and not tgisinternal) then
+        return false;
+    end if;
+    -- The statement aimed at the probe: its first "on <table>" (the ON clause) names pg_temp's table instead.
+    v_statement := regexp_replace(p_create, '\mon\s+(memsub\.)?' || v_relname || '\M',
+                                  'on pg_temp.' || quote_ident(v_relname), 'i');
+    if v_statement = p_create then
+        return false;
+    end if;
+    begin
+        execute format('create temporary table %I (like %s)', v_relname, p_table);
+        v_probe := pg_catalog.to_regclass('pg_temp.' || quote_ident(v_relname));
+        execute v_statement;
+        if p_kind = 'policy' then
+            select true into v_same
+              from pg_policy r join pg_policy p on p.polrelid = v_probe and p.polname = r.polname
+             where r.polrelid = p_table and r.polname = p_name
+               and r.polcmd = p.polcmd and r.polpermissive = p.polpermissive and r.polroles = p.polroles
+               and pg_get_expr(r.polqual, r.polrelid) is not distinct from pg_get_expr(p.polqual, p.polrelid)
+               and pg_get_expr(r.polwithcheck, r.polrelid) is not distinct from pg_get_expr(p.polwithcheck, p.polrelid);
+        else
+            select true into v_same
+              from pg_trigger r join pg_trigger p on p.tgrelid = v_probe and p.tgname = r.tgname
+             where r.tgrelid = p_table and r.tgname = p_name and not r.tgisinternal
+               and r.tgfoid = p.tgfoid and r.tgtype = p.tgtype and r.tgenabled = p.tgenabled
+               and r.tgdeferrable = p.tgdeferrable and r.tginitdeferred = p.tginitdeferred
+               and r.tgnargs = p.tgnargs and r.tgargs = p.tgargs
+               and r.tgoldtable is not distinct from p.tgoldtable and r.tgnewtable is not distinct from p.tgnewtable
+               -- pg_get_triggerdef names the table qualified: pg_temp.<name> for the probe
+               and replace(pg_get_triggerdef(p.oid), ' ON pg_temp.' || quote_ident(v_relname) || ' ',
+                           ' ON ' || (select quote_ident(c.relnamespace::regnamespace::text) from pg_class c
+                                      where c.oid = p_table) || '.' || quote_ident(v_relname) || ' ')
+                   = pg_get_triggerdef(r.oid);
+        end if;
+        execute format('drop table %s', v_probe);
+    exception when others then
+        return false;  -- no probe (no TEMP privilege, a temporary table of that name): created again
+    end;
+    return coalesce(v_same, false);
+end
+$$;
+comment on function memsub._same_as_created(text, regclass, text, text) is
+    'True when the policy or trigger p_name of p_table is exactly what p_create (its CREATE statement) creates: '
+    'compared in the catalog with the same statement applied to a temporary table of the same name and columns.';
+
+create or replace procedure memsub._ensure_policy(p_table regclass, p_name text, p_create text)
+language plpgsql security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if not memsub._same_as_created('policy', p_table, p_name, p_create) then
+        execute format('drop policy if exists %I on %s', p_name, p_table);
+        execute p_create;
+    end if;
+end
+$$;
+comment on procedure memsub._ensure_policy(regclass, text, text) is
+    'Creates policy p_name of p_table with p_create (its CREATE POLICY statement), dropping one of that name '
+    'first, unless it is already exactly that (memsub._same_as_created): then nothing, and no lock on the table.';
+
+create or replace procedure memsub._ensure_trigger(p_table regclass, p_name text, p_create text)
+language plpgsql security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if not memsub._same_as_created('trigger', p_table, p_name, p_create) then
+        execute format('drop trigger if exists %I on %s', p_name, p_table);
+        execute p_create;
+    end if;
+end
+$$;
+comment on procedure memsub._ensure_trigger(regclass, text, text) is
+    'Creates trigger p_name of p_table with p_create (its CREATE TRIGGER statement), dropping one of that name '
+    'first, unless it is already exactly that (memsub._same_as_created): then nothing, and no lock on the table.';
+
 create or replace procedure memsub._install_row_security(p_table regclass, p_layers text[])
 language plpgsql security invoker
 set search_path = pg_catalog, memsub, pg_temp
@@ -171,40 +272,46 @@ as $$
 declare
     admin_pass constant text := '(select memsub.is_tenant_admin()) or (select memsub.is_platform_admin())';
 begin
-    execute format('alter table %s enable row level security', p_table);
-    execute format('alter table %s force row level security', p_table);
+    -- ALTER TABLE takes ACCESS EXCLUSIVE even when the flags are set already: only when one is not.
+    if not (select c.relrowsecurity and c.relforcerowsecurity from pg_class c where c.oid = p_table) then
+        execute format('alter table %s enable row level security', p_table);
+        execute format('alter table %s force row level security', p_table);
+    end if;
 
-    execute format('drop policy if exists tenant_isolation on %s', p_table);
-    execute format('create policy tenant_isolation on %s as permissive for all to public '
-                   'using (tenant_id = (select memsub.current_tenant_id()))', p_table);
+    call memsub._ensure_policy(p_table, 'tenant_isolation', format(
+        'create policy tenant_isolation on %s as permissive for all to public '
+        'using (tenant_id = (select memsub.current_tenant_id()))', p_table));
     execute format('comment on policy tenant_isolation on %s is %L', p_table,
                    'Rows of the context tenant only (memsub.set_context).');
 
-    execute format('drop policy if exists admin_override on %s', p_table);
-    execute format('create policy admin_override on %s as permissive for all to public '
-                   'using ((select memsub.is_platform_admin()))', p_table);
+    call memsub._ensure_policy(p_table, 'admin_override', format(
+        'create policy admin_override on %s as permissive for all to public '
+        'using ((select memsub.is_platform_admin()))', p_table));
     execute format('comment on policy admin_override on %s is %L', p_table,
                    'platform_admin contexts (members of memsub_platform_admin) reach every tenant.');
 
-    execute format('drop policy if exists org_isolation on %s', p_table);
     if 'org' = any(p_layers) then
-        execute format('create policy org_isolation on %s as restrictive for all to public '
-                       'using (org_id is null or org_id = (select memsub.current_org_id()) or %s)',
-                       p_table, admin_pass);
+        call memsub._ensure_policy(p_table, 'org_isolation', format(
+            'create policy org_isolation on %s as restrictive for all to public '
+            'using (org_id is null or org_id = (select memsub.current_org_id()) or %s)', p_table, admin_pass));
         execute format('comment on policy org_isolation on %s is %L', p_table,
                        'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.');
+    elsif exists (select from pg_policy where polrelid = p_table and polname = 'org_isolation') then
+        execute format('drop policy org_isolation on %s', p_table);
     end if;
 
-    execute format('drop policy if exists user_visibility on %s', p_table);
     if 'user' = any(p_layers) then
-        execute format('create policy user_visibility on %s as restrictive for all to public using ('
-                       'scope = ''shared'''
-                       ' or (scope = ''l-private'' and user_id = (select memsub.current_user_id()))'
-                       ' or (scope = ''cursor'' and (user_id = (select memsub.current_user_id())'
-                       '                            or session_id = (select memsub.current_session_id())))'
-                       ' or %s)', p_table, admin_pass);
+        call memsub._ensure_policy(p_table, 'user_visibility', format(
+            'create policy user_visibility on %s as restrictive for all to public using ('
+            'scope = ''shared'''
+            ' or (scope = ''l-private'' and user_id = (select memsub.current_user_id()))'
+            ' or (scope = ''cursor'' and (user_id = (select memsub.current_user_id())'
+            '                            or session_id = (select memsub.current_session_id())))'
+            ' or %s)', p_table, admin_pass));
         execute format('comment on policy user_visibility on %s is %L', p_table,
                        'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.');
+    elsif exists (select from pg_policy where polrelid = p_table and polname = 'user_visibility') then
+        execute format('drop policy user_visibility on %s', p_table);
     end if;
 end
 $$;
@@ -220,10 +327,10 @@ language plpgsql security invoker
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 begin
-    execute format('drop policy if exists not_expired on %s', p_table);
-    execute format('create policy not_expired on %s as restrictive for select to public '
-                   'using (ttl is null or ttl > (select pg_catalog.now() at time zone ''UTC'') '
-                   'or (select current_user = ''memsub_expiry_owner''::name))', p_table);
+    call memsub._ensure_policy(p_table, 'not_expired', format(
+        'create policy not_expired on %s as restrictive for select to public '
+        'using (ttl is null or ttl > (select pg_catalog.now() at time zone ''UTC'') '
+        'or (select current_user = ''memsub_expiry_owner''::name))', p_table));
     execute format('comment on policy not_expired on %s is %L', p_table, p_comment);
 end
 $$;

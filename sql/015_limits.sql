@@ -80,10 +80,9 @@ comment on function memsub._check_limits_row() is
     'Trigger of memsub.limits: refuses (22023) a row whose name is not a known limit (column name) or a timeout '
     'over PostgreSQL''s largest, 2147483647 ms (column value).';
 
-drop trigger if exists limits_row_check on memsub.limits;
-create trigger limits_row_check
+call memsub._ensure_trigger('memsub.limits', 'limits_row_check', $create$create trigger limits_row_check
     before insert or update on memsub.limits
-    for each row execute function memsub._check_limits_row();
+    for each row execute function memsub._check_limits_row()$create$);
 comment on trigger limits_row_check on memsub.limits is
     'Refuses a limit name memsub does not know and a timeout PostgreSQL would not take (memsub._check_limits_row).';
 

@@ -48,15 +48,13 @@ comment on function memsub._packet_store_guard() is
     'deletes of unexpired packets (except memsub.erase_tenant''s, as memsub_expiry_owner with '
     'memsub.erasing_tenant naming the packet''s tenant) and TRUNCATE.';
 
-drop trigger if exists packet_store_immutable on memsub.packet_store;
-create trigger packet_store_immutable
+call memsub._ensure_trigger('memsub.packet_store', 'packet_store_immutable', $create$create trigger packet_store_immutable
     before update or delete on memsub.packet_store
-    for each row execute function memsub._packet_store_guard();
+    for each row execute function memsub._packet_store_guard()$create$);
 comment on trigger packet_store_immutable on memsub.packet_store is
     'Rejects modification of envelope columns and deletion of unexpired packets.';
 
-drop trigger if exists packet_store_no_truncate on memsub.packet_store;
-create trigger packet_store_no_truncate
+call memsub._ensure_trigger('memsub.packet_store', 'packet_store_no_truncate', $create$create trigger packet_store_no_truncate
     before truncate on memsub.packet_store
-    for each statement execute function memsub._packet_store_guard();
+    for each statement execute function memsub._packet_store_guard()$create$);
 comment on trigger packet_store_no_truncate on memsub.packet_store is 'Rejects TRUNCATE of the event log.';

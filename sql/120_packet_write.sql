@@ -237,10 +237,9 @@ comment on function memsub._memory_embeddings_envelope_guard() is
     'the first changed of vector, chunk_text and metadata, or embedding_id when another column changed), and keeps '
     'it as written when it is stored again unchanged; embeddings stored with store_embedding alone may be replaced.';
 
-drop trigger if exists memory_embeddings_envelope_vector on memsub.memory_embeddings;
-create trigger memory_embeddings_envelope_vector
+call memsub._ensure_trigger('memsub.memory_embeddings', 'memory_embeddings_envelope_vector', $create$create trigger memory_embeddings_envelope_vector
     before update on memsub.memory_embeddings
-    for each row execute function memsub._memory_embeddings_envelope_guard();
+    for each row execute function memsub._memory_embeddings_envelope_guard()$create$);
 comment on trigger memory_embeddings_envelope_vector on memsub.memory_embeddings is
     'Keeps the embeddings of packet envelopes immutable (every column but created_at): the envelope holds them '
     'only here.';

@@ -10,10 +10,9 @@ call memsub._install_row_security('memsub.packet_tombstones', array['org', 'user
 -- direct SELECT included, until memsub.purge_expired() removes it. The one exception is memsub_expiry_owner,
 -- which owns purge_expired() (a DELETE must see the rows it removes) and get_lineage() (which reports an
 -- expired packet's lineage skeleton). Both sub-selects are evaluated once per query.
-drop policy if exists not_expired on memsub.packet_store;
-create policy not_expired on memsub.packet_store as restrictive for select to public
+call memsub._ensure_policy('memsub.packet_store', 'not_expired', $create$create policy not_expired on memsub.packet_store as restrictive for select to public
     using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC')
-           or (select current_user = 'memsub_expiry_owner'::name));
+           or (select current_user = 'memsub_expiry_owner'::name))$create$);
 comment on policy not_expired on memsub.packet_store is
     'A packet whose ttl has passed is never read (only memsub_expiry_owner, for purging and lineage, sees it).';
 

@@ -158,10 +158,9 @@ comment on function memsub._audit_record(text, text, bigint, uuid, text, text, i
 -- not leak to another user of the tenant through the audit trail.
 call memsub._install_row_security('memsub.audit', array['org']);
 
-drop policy if exists audit_actor_visibility on memsub.audit;
-create policy audit_actor_visibility on memsub.audit as restrictive for all to public
+call memsub._ensure_policy('memsub.audit', 'audit_actor_visibility', $create$create policy audit_actor_visibility on memsub.audit as restrictive for all to public
     using (user_id is not distinct from (select memsub.current_user_id())
-           or (select memsub._caller_is_admin()));
+           or (select memsub._caller_is_admin()))$create$);
 comment on policy audit_actor_visibility on memsub.audit is
     'An audit row is visible to the user whose context wrote it (rows without a user: to contexts without a user); admins pass.';
 
@@ -170,15 +169,14 @@ comment on policy audit_actor_visibility on memsub.audit is
 -- in an admin context without a user, and a session may write its namespace without one: by the actor rule
 -- alone, every context without a user, of any organization or session, read their namespaces and keys. For
 -- reads only: writes already follow the namespace write rules.
-drop policy if exists audit_namespace_visibility on memsub.audit;
-create policy audit_namespace_visibility on memsub.audit as restrictive for select to public
+call memsub._ensure_policy('memsub.audit', 'audit_namespace_visibility', $create$create policy audit_namespace_visibility on memsub.audit as restrictive for select to public
     using (namespace is null
            or split_part(namespace, ':', 1) not in ('user', 'session')
            or (split_part(namespace, ':', 1) = 'user'
                and split_part(namespace, ':', 2) = (select memsub.current_user_id()::text))
            or (split_part(namespace, ':', 1) = 'session'
                and split_part(namespace, ':', 2) = (select memsub.current_session_id()))
-           or (select memsub._caller_is_admin()));
+           or (select memsub._caller_is_admin()))$create$);
 comment on policy audit_namespace_visibility on memsub.audit is
     'An audit row naming a user: or session: namespace is visible to that user, that session and admins, as the '
     'memory itself is.';

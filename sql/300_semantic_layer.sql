@@ -262,9 +262,8 @@ comment on function memsub.search_semantic_memory(vector, integer, text, text) i
 call memsub._install_row_security('memsub.semantic_memory', array['org', 'user']);
 call memsub._install_row_security('memsub.memory_embeddings', array['org', 'user']);
 -- An embedding (vector and chunk_text) of an expired packet is never read, like the packet (sql/150_packet_security.sql).
-drop policy if exists not_expired on memsub.memory_embeddings;
-create policy not_expired on memsub.memory_embeddings as restrictive for select to public
-    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC'));
+call memsub._ensure_policy('memsub.memory_embeddings', 'not_expired', $create$create policy not_expired on memsub.memory_embeddings as restrictive for select to public
+    using (ttl is null or ttl > (select pg_catalog.now() at time zone 'UTC'))$create$);
 comment on policy not_expired on memsub.memory_embeddings is
     'An embedding of a packet whose ttl has passed is never read; purge_expired() deletes it with the packet.';
 

@@ -295,9 +295,8 @@ call memsub._install_row_security('memsub.importance_learning_runs', array[]::te
 -- to an organization gets no other (set_context refuses it the tenant_admin role): it read the whole tenant's
 -- counts through its organization's context. The runs are shown to the contexts that may learn (tenant_admin,
 -- platform_admin) and to members of memsub_analyst, as the tenant_* views are.
-drop policy if exists admin_report_visibility on memsub.importance_learning_runs;
-create policy admin_report_visibility on memsub.importance_learning_runs as restrictive for select to public
-    using ((select memsub._caller_is_admin()) or (select pg_catalog.pg_has_role('memsub_analyst', 'usage')));
+call memsub._ensure_policy('memsub.importance_learning_runs', 'admin_report_visibility', $create$create policy admin_report_visibility on memsub.importance_learning_runs as restrictive for select to public
+    using ((select memsub._caller_is_admin()) or (select pg_catalog.pg_has_role('memsub_analyst', 'usage')))$create$);
 comment on policy admin_report_visibility on memsub.importance_learning_runs is
     'A run counts every organization and user of the tenant: visible to tenant_admin and platform_admin contexts '
     'and to members of memsub_analyst only.';

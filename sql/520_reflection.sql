@@ -149,10 +149,9 @@ comment on function memsub.record_task_reflection(text, text, text, text[], text
 call memsub._install_row_security('memsub.reflection_store', array['org']);
 -- Expiry is honoured on every read (sql/150_packet_security.sql): an expired reflection is never read;
 -- purge_expired() deletes it.
-drop policy if exists not_expired on memsub.reflection_store;
-create policy not_expired on memsub.reflection_store as restrictive for select to public
+call memsub._ensure_policy('memsub.reflection_store', 'not_expired', $create$create policy not_expired on memsub.reflection_store as restrictive for select to public
     using (expires_at is null or expires_at > (select pg_catalog.now())
-           or (select current_user = 'memsub_expiry_owner'::name));
+           or (select current_user = 'memsub_expiry_owner'::name))$create$);
 comment on policy not_expired on memsub.reflection_store is
     'A reflection whose expires_at (at the latest its source packet''s ttl) has passed is never read (only '
     'memsub_expiry_owner, for purging, sees it).';

@@ -617,29 +617,26 @@ comment on function memsub.memory_search(text, vector, integer, text, integer) i
 -- (tenant_id, namespace, key, version)), so org_id is provenance only.
 call memsub._install_row_security('memsub.memory_entries', array[]::text[]);
 
-drop policy if exists namespace_visibility on memsub.memory_entries;
-create policy namespace_visibility on memsub.memory_entries as restrictive for all to public
+call memsub._ensure_policy('memsub.memory_entries', 'namespace_visibility', $create$create policy namespace_visibility on memsub.memory_entries as restrictive for all to public
     using (namespace_kind in ('app', 'project')
            or (namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
            or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
-           or (select memsub._caller_is_admin()));
+           or (select memsub._caller_is_admin()))$create$);
 comment on policy namespace_visibility on memsub.memory_entries is
     'Read rules: app: and project: entries for the whole tenant, user:<id> for that user, session:<id> for that '
     'session; admins pass.';
 
-drop policy if exists namespace_insert on memsub.memory_entries;
-create policy namespace_insert on memsub.memory_entries as restrictive for insert to public
+call memsub._ensure_policy('memsub.memory_entries', 'namespace_insert', $create$create policy namespace_insert on memsub.memory_entries as restrictive for insert to public
     with check ((namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
                 or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
-                or (select memsub._caller_is_admin()));
+                or (select memsub._caller_is_admin()))$create$);
 comment on policy namespace_insert on memsub.memory_entries is
     'Write rules: a context writes its own user: and session: namespaces; app: and project: need tenant_admin or platform_admin.';
 
-drop policy if exists namespace_update on memsub.memory_entries;
-create policy namespace_update on memsub.memory_entries as restrictive for update to public
+call memsub._ensure_policy('memsub.memory_entries', 'namespace_update', $create$create policy namespace_update on memsub.memory_entries as restrictive for update to public
     using ((namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
            or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
-           or (select memsub._caller_is_admin()));
+           or (select memsub._caller_is_admin()))$create$);
 comment on policy namespace_update on memsub.memory_entries is
     'Soft deletes and consolidation marks follow the write rules (own user: and session: namespaces; admins anywhere).';
 

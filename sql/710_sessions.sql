@@ -515,21 +515,19 @@ comment on function memsub.session_get_events(text, integer, integer) is
 -- A session is visible to its user, to the context naming it, and to admins.
 call memsub._install_row_security('memsub.sessions', array['org']);
 
-drop policy if exists session_access on memsub.sessions;
-create policy session_access on memsub.sessions as restrictive for all to public
+call memsub._ensure_policy('memsub.sessions', 'session_access', $create$create policy session_access on memsub.sessions as restrictive for all to public
     using (user_id = (select memsub.current_user_id())
            or id = (select memsub.current_session_id())
-           or (select memsub._caller_is_admin()));
+           or (select memsub._caller_is_admin()))$create$);
 comment on policy session_access on memsub.sessions is
     'A session is visible to its user and to the context whose session_id names it; admins pass.';
 
 call memsub._install_row_security('memsub.session_events', array['org']);
 
-drop policy if exists session_event_access on memsub.session_events;
-create policy session_event_access on memsub.session_events as restrictive for all to public
+call memsub._ensure_policy('memsub.session_events', 'session_event_access', $create$create policy session_event_access on memsub.session_events as restrictive for all to public
     using (user_id = (select memsub.current_user_id())
            or session_id = (select memsub.current_session_id())
-           or (select memsub._caller_is_admin()));
+           or (select memsub._caller_is_admin()))$create$);
 comment on policy session_event_access on memsub.session_events is
     'An event is visible where its session is: to the session''s user and to the context whose session_id names '
     'it; admins pass.';

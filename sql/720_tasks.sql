@@ -272,17 +272,15 @@ call memsub._install_row_security('memsub.agents', array['org']);
 -- agent's metadata), so it is visible where its session is: to the session's user, to the context whose session_id
 -- names it and to admins (the policies of memsub.sessions, applied to the sub-select), as a checkpoint holding the
 -- session's state is (sql/730_checkpoints.sql). A task or agent outside any session is the organization's.
-drop policy if exists task_session_access on memsub.tasks;
-create policy task_session_access on memsub.tasks as restrictive for all to public
+call memsub._ensure_policy('memsub.tasks', 'task_session_access', $create$create policy task_session_access on memsub.tasks as restrictive for all to public
     using (session_id is null
-           or exists (select from memsub.sessions s where s.tenant_id = tasks.tenant_id and s.id = tasks.session_id));
+           or exists (select from memsub.sessions s where s.tenant_id = tasks.tenant_id and s.id = tasks.session_id))$create$);
 comment on policy task_session_access on memsub.tasks is
     'A task of a session is visible where that session is: to its user, to the context whose session_id names it, '
     'and to admins; a task without a session passes.';
-drop policy if exists agent_session_access on memsub.agents;
-create policy agent_session_access on memsub.agents as restrictive for all to public
+call memsub._ensure_policy('memsub.agents', 'agent_session_access', $create$create policy agent_session_access on memsub.agents as restrictive for all to public
     using (session_id is null
-           or exists (select from memsub.sessions s where s.tenant_id = agents.tenant_id and s.id = agents.session_id));
+           or exists (select from memsub.sessions s where s.tenant_id = agents.tenant_id and s.id = agents.session_id))$create$);
 comment on policy agent_session_access on memsub.agents is
     'An agent of a session is visible where that session is: to its user, to the context whose session_id names '
     'it, and to admins; an agent without a session passes.';

@@ -116,11 +116,10 @@ call memsub._install_row_security('memsub.checkpoints', array['org']);
 
 -- A checkpoint's copy of its session's state is that session's: a checkpoint holding one is visible where the
 -- session is (its user, the context naming it, admins: sessions' own policies decide, through the subquery).
-drop policy if exists checkpoint_session_access on memsub.checkpoints;
-create policy checkpoint_session_access on memsub.checkpoints as restrictive for all to public
+call memsub._ensure_policy('memsub.checkpoints', 'checkpoint_session_access', $create$create policy checkpoint_session_access on memsub.checkpoints as restrictive for all to public
     using (session_state is null
            or exists (select from memsub.sessions s
-                       where s.tenant_id = checkpoints.tenant_id and s.id = checkpoints.session_id));
+                       where s.tenant_id = checkpoints.tenant_id and s.id = checkpoints.session_id))$create$);
 comment on policy checkpoint_session_access on memsub.checkpoints is
     'A checkpoint holding a copy of a session''s state is visible where that session is: to its user, to the '
     'context whose session_id names it, and to admins.';

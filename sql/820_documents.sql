@@ -552,10 +552,9 @@ comment on function memsub._count_packet_chunks() is
     'Trigger: raises packet_store.chunk_count to the highest chunk_index of the chunk vectors just added to a '
     'packet and sets is_chunked.';
 
-drop trigger if exists memory_embeddings_count_chunks on memsub.memory_embeddings;
-create trigger memory_embeddings_count_chunks
+call memsub._ensure_trigger('memsub.memory_embeddings', 'memory_embeddings_count_chunks', $create$create trigger memory_embeddings_count_chunks
     after insert on memsub.memory_embeddings
     referencing new table as added
-    for each statement execute function memsub._count_packet_chunks();
+    for each statement execute function memsub._count_packet_chunks()$create$);
 comment on trigger memory_embeddings_count_chunks on memsub.memory_embeddings is
     'Keeps packet_store.chunk_count and is_chunked up to date when chunk vectors (chunk_index >= 1) are added.';

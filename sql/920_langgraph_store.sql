@@ -15,10 +15,9 @@ call memsub._install_row_security('memsub.langgraph_store_vectors', array['org']
 -- change) nor by a login selecting from the table, until the sweep deletes it. memsub_expiry_owner, which owns the
 -- sweep, sees it (as it sees expired packets, sql/150_packet_security.sql); memsub_retrieval_owner (BYPASSRLS)
 -- frees the key of one (_langgraph_store_item_owned_elsewhere).
-drop policy if exists not_expired on memsub.langgraph_store_items;
-create policy not_expired on memsub.langgraph_store_items as restrictive for select to public
+call memsub._ensure_policy('memsub.langgraph_store_items', 'not_expired', $create$create policy not_expired on memsub.langgraph_store_items as restrictive for select to public
     using (expires_at is null or expires_at > (select pg_catalog.now())
-           or (select current_user = 'memsub_expiry_owner'::name));
+           or (select current_user = 'memsub_expiry_owner'::name))$create$);
 comment on policy not_expired on memsub.langgraph_store_items is
     'A LangGraph store item whose expires_at has passed is never read (only memsub_expiry_owner, which sweeps, '
     'sees it).';
@@ -28,12 +27,11 @@ comment on policy not_expired on memsub.langgraph_store_items is
 -- The policy binds the roles granted SELECT on the table below (memsub_app, memsub_analyst), not memsub_owner: the
 -- store's functions read vectors only of items they found live, and a policy naming them would be evaluated on
 -- every vector a search scores (measured: docs/benchmarks.md, "LangGraph store: expired items' vectors").
-drop policy if exists not_expired on memsub.langgraph_store_vectors;
-create policy not_expired on memsub.langgraph_store_vectors as restrictive for select to memsub_app, memsub_analyst
+call memsub._ensure_policy('memsub.langgraph_store_vectors', 'not_expired', $create$create policy not_expired on memsub.langgraph_store_vectors as restrictive for select to memsub_app, memsub_analyst
     using (exists (select from memsub.langgraph_store_items i
                     where i.tenant_id = langgraph_store_vectors.tenant_id
                       and i.namespace_key = langgraph_store_vectors.namespace_key
-                      and i.key = langgraph_store_vectors.key));
+                      and i.key = langgraph_store_vectors.key))$create$);
 comment on policy not_expired on memsub.langgraph_store_vectors is
     'A LangGraph store vector is read by a client role (memsub_app, memsub_analyst: the roles granted SELECT) only '
     'with its item: the item must be visible to the reader (its tenant, organization and not_expired policies), so '

@@ -14,10 +14,9 @@ call memsub._install_row_security('memsub.agent_session_items', array['org']);
 -- org_isolation lets an organization read the tenant-wide rows (org_id NULL), but a session is one conversation,
 -- read and written from the context that wrote it (below): an organization that read a tenant-wide session's
 -- history could add no turn to it. The session's rows are shown where it is written.
-drop policy if exists agent_session_context on memsub.agent_session_items;
-create policy agent_session_context on memsub.agent_session_items as restrictive for all to public
+call memsub._ensure_policy('memsub.agent_session_items', 'agent_session_context', $create$create policy agent_session_context on memsub.agent_session_items as restrictive for all to public
     using (org_id is not distinct from (select memsub.current_org_id()) or (select memsub._caller_is_admin()))
-    with check (org_id is not distinct from (select memsub.current_org_id()) or (select memsub._caller_is_admin()));
+    with check (org_id is not distinct from (select memsub.current_org_id()) or (select memsub._caller_is_admin()))$create$);
 comment on policy agent_session_context on memsub.agent_session_items is
     'A session''s items are visible to the context that writes them: the organization''s, or the tenant-wide '
     'context (not to the organizations, as org_isolation alone would); admins pass.';

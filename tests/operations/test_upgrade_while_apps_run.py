@@ -15,31 +15,43 @@ from uuid import UUID
 
 import anyio
 import pytest
+from click.testing import CliRunner
 from test_servers_behind_a_pooler import api_key, dimension_of, every_route, served
 
 from memsub import catalog_check, resources
+from memsub.cli import main as cli
 from memsub.client import Substrate
 from memsub.errors import MigrationError
 from memsub.http_api import create_app
 from memsub.integrations import adk, langgraph_checkpoint, langgraph_store, openai_agents
 from memsub.integrations._context import TenantContext, async_pool_of, pool_options
 from memsub.integrations.adk import MemsubSessionService
-from memsub.migrator import DEFAULT_ATTEMPT_WAIT, Migrator
+from memsub.migrator import DEFAULT_ATTEMPT_WAIT, Migrator, repeatable_steps
 from memsub.models import PacketEnvelopeIn
+from memsub.schema_files import load_repeatables
 
 from helpers import TENANT_A
 
 USER = UUID("aaaaaaaa-0000-0000-0000-0000000000a1")
 
 
+_PACKET_EXPIRY = "           or (select current_user = 'memsub_expiry_owner'::name))"
+
+
 def _changed_sql(tmp_path: Path) -> Path:
-    """The shipped sql/ with one file's comment touched: what an upgrade that changes a function looks like to
-    the migrator (every sql/ file is re-applied, in one transaction)."""
+    """The shipped sql/ with two files' comments touched and packet_store's not_expired policy changed (its
+    condition gains "or false"): what an upgrade that changes a policy of packet_store looks like to the migrator
+    (every sql/ file is re-applied, in one transaction; the policy is created again, which takes ACCESS EXCLUSIVE
+    on the table)."""
     repeatables = tmp_path / "sql"
     shutil.copytree(resources.repeatables_dir(), repeatables)
     for name in ("130_packet_read.sql", "310_semantic_search.sql"):
         target = repeatables / name
         target.write_text(target.read_text() + "\n-- touched\n")
+    target = repeatables / "150_packet_security.sql"
+    text = target.read_text()
+    assert text.count(_PACKET_EXPIRY) == 1
+    target.write_text(text.replace(_PACKET_EXPIRY, _PACKET_EXPIRY[:-1] + " or false)"))
     return repeatables
 
 
@@ -279,7 +291,11 @@ def _stalls_during(db: Any, hold: float, work: Any) -> tuple[Any, float, list[fl
 def test_repair_behind_a_reader_of_packet_store_waits_in_attempts_and_reports_no_failure(db: Any) -> None:
     """`memsub repair` re-applies sql/ as migrate does: behind a transaction reading packet_store it waits one
     attempt at most at a time (the writers' calls go on between attempts) instead of reporting each statement
-    on the table as a failure after a whole lock wait."""
+    on the table as a failure after a whole lock wait. It needs that table's lock: a policy of packet_store was
+    changed in place (a policy that is as shipped is left alone, and locks nothing)."""
+    with db.connect() as conn:
+        conn.execute("alter policy not_expired on memsub.packet_store using (true)")
+        conn.commit()
     hold = 3 * DEFAULT_ATTEMPT_WAIT
     report, took, seconds = _stalls_during(db, hold, lambda: catalog_check.repair(db.dsn()))
     assert report.failures == [] and report.remaining == [], (report.failures, report.remaining)
@@ -374,3 +390,85 @@ def test_giving_up_names_the_session_that_blocked_it_not_the_ones_queued_behind(
     assert f"pid {holder_pid[0]} (role memsub_test_app" in message, message
     assert "idle in transaction" in message, message
     assert f"pid {bystander_pid[0]} " not in message, message
+
+
+_CHANGED_FUNCTION = "130_packet_read.sql"
+# Lock modes that an application's read (ACCESS SHARE) or write (ROW EXCLUSIVE) of a table waits for.
+_BLOCKING_MODES = ["ShareLock", "ShareRowExclusiveLock", "ExclusiveLock", "AccessExclusiveLock"]
+_POLICIES_AND_TRIGGERS = """\
+select 'policy ' || c.relname || '.' || p.polname, p.oid::bigint from pg_policy p join pg_class c on c.oid = p.polrelid
+ where c.relnamespace = 'memsub'::regnamespace
+union all
+select 'trigger ' || c.relname || '.' || t.tgname, t.oid::bigint from pg_trigger t join pg_class c on c.oid = t.tgrelid
+ where c.relnamespace = 'memsub'::regnamespace and not t.tgisinternal"""
+
+
+def _one_function_body_changed(tmp_path: Path) -> Path:
+    """The shipped sql/ where the body of one function (the first of 130_packet_read.sql) has a new line: the
+    commonest upgrade of sql/."""
+    repeatables = tmp_path / "sql_one_function"
+    shutil.copytree(resources.repeatables_dir(), repeatables)
+    target = repeatables / _CHANGED_FUNCTION
+    text = target.read_text()
+    assert "as $$\n" in text
+    target.write_text(text.replace("as $$\n", "as $$\n-- revised\n", 1))
+    return repeatables
+
+
+def _oids(db: Any) -> dict[str, int]:
+    with db.connect() as conn:
+        return dict(conn.execute(_POLICIES_AND_TRIGGERS).fetchall())  # type: ignore[arg-type]
+
+
+def test_a_reapply_that_changes_one_function_keeps_every_policy_and_trigger_and_locks_no_table(
+        db: Any, tmp_path: Path) -> None:
+    """An upgrade that changes one function's body re-applies every file of sql/. Each policy and trigger it
+    would create exactly as it is stays (its OID survives) and no table is locked in a mode the applications'
+    reads or writes wait for; the end state is the shipped one (memsub verify finds nothing). Before, every
+    policy and trigger was dropped and created again (new OIDs), holding ACCESS EXCLUSIVE on some 60 tables
+    (packet_store among them) until the re-apply committed: an application call stalled 0.2-0.8 s."""
+    before = _oids(db)
+    assert len(before) > 60 and "policy packet_store.tenant_isolation" in before
+    changed = _one_function_body_changed(tmp_path)
+    with db.connect() as conn:  # the re-apply's statements in a transaction: what does it hold at its end?
+        conn.execute("set search_path = public")
+        for _, statements in repeatable_steps(load_repeatables(changed)):
+            for statement in statements:
+                conn.execute(statement.encode())
+        held = conn.execute(
+            "select c.relname || ' ' || l.mode from pg_locks l join pg_class c on c.oid = l.relation "
+            "where l.pid = pg_backend_pid() and c.relnamespace = 'memsub'::regnamespace "
+            "and c.relkind in ('r', 'p') and l.mode = any(%s) order by 1", [_BLOCKING_MODES]).fetchall()
+        conn.rollback()
+    assert held == []
+    assert Migrator(db.dsn(), repeatables_path=changed).migrate().repeatables_applied
+    assert _oids(db) == before
+    # The shipped sql/ again (the function changes back): nothing else moves, and the catalog is as shipped.
+    assert Migrator(db.dsn()).migrate().repeatables_applied
+    assert _oids(db) == before
+    result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn()])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_policy_or_trigger_that_differs_is_created_again_as_shipped(db: Any, tmp_path: Path) -> None:
+    """What a re-apply keeps is only what it would create identically: a policy changed in place (ALTER
+    POLICY keeps its OID), a trigger disabled, and a policy that sql/ now defines otherwise are created again
+    from the statement, and a dropped one is created, whatever else is kept."""
+    with db.connect() as conn:
+        conn.execute("alter policy tenant_isolation on memsub.sessions using (true)")
+        conn.execute("alter table memsub.packet_store disable trigger packet_store_immutable")
+        conn.execute("drop policy admin_override on memsub.tasks")
+        conn.commit()
+    before = _oids(db)
+    changed = _changed_sql(tmp_path)  # 130 and 310 touched, and packet_store's not_expired policy changed
+    assert Migrator(db.dsn(), repeatables_path=changed).migrate().repeatables_applied
+    after = _oids(db)
+    moved = sorted(name for name in after if after[name] != before.get(name))
+    assert moved == ["policy packet_store.not_expired", "policy sessions.tenant_isolation",
+                     "policy tasks.admin_override", "trigger packet_store.packet_store_immutable"], moved
+    with db.connect() as conn:
+        assert conn.execute("select pg_get_expr(polqual, polrelid) from pg_policy where polname = 'not_expired' "
+                            "and polrelid = 'memsub.packet_store'::regclass").fetchone()[0].endswith("OR false)")
+    assert Migrator(db.dsn()).migrate().repeatables_applied
+    result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn()])
+    assert result.exit_code == 0, result.output
