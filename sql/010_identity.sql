@@ -170,7 +170,8 @@ comment on function memsub._require_tenant_id() is
 -- the object unless the catalog already holds exactly what the statement creates, which a probe tells: the same
 -- statement applied to a temporary table of the same name and columns (CREATE TABLE ... LIKE takes ACCESS SHARE),
 -- whose catalog definition is then compared with the table's. Anything else (no such object, another definition,
--- a probe that cannot be made) drops and creates it, as before.
+-- a probe that cannot be made) drops and creates it, as before. memsub._ensure_view does the same for CREATE OR
+-- REPLACE VIEW (ACCESS EXCLUSIVE on the view), with a temporary view of the same name as the probe.
 create or replace function memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text)
 returns boolean
 language plpgsql volatile security invoker
@@ -182,28 +183,50 @@ declare
     v_statement text;
     v_same boolean := false;
 begin
-    if p_kind is null or p_kind not in ('policy', 'trigger') then
-        raise exception 'memsub._same_as_created: p_kind must be policy or trigger, not %', p_kind
+    if p_kind is null or p_kind not in ('policy', 'trigger', 'view') then
+        raise exception 'memsub._same_as_created: p_kind must be policy, trigger or view, not %', p_kind
             using errcode = '22023', column = 'p_kind';
     end if;
     select c.relname into v_relname from pg_class c where c.oid = p_table;
     if v_relname is null
+       or p_kind = 'view' and not exists (select from pg_class where oid = p_table and relkind = 'v')
        or p_kind = 'policy' and not exists (select from pg_policy where polrelid = p_table and polname = p_name)
        or p_kind = 'trigger' and not exists (select from pg_trigger
                                              where tgrelid = p_table and tgname = p_name and not tgisinternal) then
         return false;
     end if;
-    -- The statement aimed at the probe: its first "on <table>" (the ON clause) names pg_temp's table instead.
-    v_statement := regexp_replace(p_create, '\mon\s+(memsub\.)?' || v_relname || '\M',
-                                  'on pg_temp.' || quote_ident(v_relname), 'i');
+    -- The statement aimed at the probe: its first "on <table>" (the ON clause) names pg_temp's table instead; a
+    -- view's "create or replace view <view>" creates a temporary view of the same name.
+    if p_kind = 'view' then
+        v_statement := regexp_replace(p_create, '^\s*create\s+or\s+replace\s+view\s+(memsub\.)?' || v_relname || '\M',
+                                      'create temporary view ' || quote_ident(v_relname), 'i');
+    else
+        v_statement := regexp_replace(p_create, '\mon\s+(memsub\.)?' || v_relname || '\M',
+                                      'on pg_temp.' || quote_ident(v_relname), 'i');
+    end if;
     if v_statement = p_create then
         return false;
     end if;
     begin
-        execute format('create temporary table %I (like %s)', v_relname, p_table);
-        v_probe := pg_catalog.to_regclass('pg_temp.' || quote_ident(v_relname));
+        if p_kind <> 'view' then
+            execute format('create temporary table %I (like %s)', v_relname, p_table);
+        end if;
         execute v_statement;
-        if p_kind = 'policy' then
+        v_probe := pg_catalog.to_regclass('pg_temp.' || quote_ident(v_relname));
+        if p_kind = 'view' then
+            -- the same query, options and columns (names, types, typmods, collations, in order)
+            select true into v_same
+              from pg_class r, pg_class p
+             where r.oid = p_table and p.oid = v_probe and p.relkind = 'v'
+               and r.reloptions is not distinct from p.reloptions
+               and pg_get_viewdef(r.oid) = pg_get_viewdef(p.oid)
+               and (select array_agg(array[a.attname::text, a.atttypid::text, a.atttypmod::text,
+                                           a.attcollation::text] order by a.attnum)
+                      from pg_attribute a where a.attrelid = r.oid and a.attnum > 0 and not a.attisdropped)
+                   = (select array_agg(array[a.attname::text, a.atttypid::text, a.atttypmod::text,
+                                             a.attcollation::text] order by a.attnum)
+                        from pg_attribute a where a.attrelid = p.oid and a.attnum > 0 and not a.attisdropped);
+        elsif p_kind = 'policy' then
             select true into v_same
               from pg_policy r join pg_policy p on p.polrelid = v_probe and p.polname = r.polname
              where r.polrelid = p_table and r.polname = p_name
@@ -224,7 +247,7 @@ begin
                                       where c.oid = p_table) || '.' || quote_ident(v_relname) || ' ')
                    = pg_get_triggerdef(r.oid);
         end if;
-        execute format('drop table %s', v_probe);
+        execute format('drop %s %s', case p_kind when 'view' then 'view' else 'table' end, v_probe);
     exception when others then
         return false;  -- no probe (no TEMP privilege, a temporary table of that name): created again
     end;
@@ -232,8 +255,9 @@ begin
 end
 $$;
 comment on function memsub._same_as_created(text, regclass, text, text) is
-    'True when the policy or trigger p_name of p_table is exactly what p_create (its CREATE statement) creates: '
-    'compared in the catalog with the same statement applied to a temporary table of the same name and columns.';
+    'True when the policy or trigger p_name of p_table, or the view p_table (p_kind view), is exactly what p_create '
+    '(the statement creating it) creates: compared in the catalog with the same statement applied to a temporary '
+    'table of the same name and columns (a temporary view of the same name).';
 
 create or replace procedure memsub._ensure_policy(p_table regclass, p_name text, p_create text)
 language plpgsql security invoker
@@ -247,7 +271,7 @@ begin
 end
 $$;
 comment on procedure memsub._ensure_policy(regclass, text, text) is
-    'Creates policy p_name of p_table with p_create (its CREATE POLICY statement), dropping one of that name '
+    'Creates policy p_name of p_table with p_create (the statement creating it), dropping one of that name '
     'first, unless it is already exactly that (memsub._same_as_created): then nothing, and no lock on the table.';
 
 create or replace procedure memsub._ensure_trigger(p_table regclass, p_name text, p_create text)
@@ -262,8 +286,23 @@ begin
 end
 $$;
 comment on procedure memsub._ensure_trigger(regclass, text, text) is
-    'Creates trigger p_name of p_table with p_create (its CREATE TRIGGER statement), dropping one of that name '
+    'Creates trigger p_name of p_table with p_create (the statement creating it), dropping one of that name '
     'first, unless it is already exactly that (memsub._same_as_created): then nothing, and no lock on the table.';
+
+create or replace procedure memsub._ensure_view(p_view text, p_create text)
+language plpgsql security invoker
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+begin
+    if pg_catalog.to_regclass(p_view) is null
+       or not memsub._same_as_created('view', pg_catalog.to_regclass(p_view), null, p_create) then
+        execute p_create;
+    end if;
+end
+$$;
+comment on procedure memsub._ensure_view(text, text) is
+    'Runs p_create (the CREATE OR REPLACE VIEW statement of view p_view) unless the view is already exactly what it '
+    'creates (memsub._same_as_created): then nothing, and no lock on the view.';
 
 create or replace procedure memsub._install_row_security(p_table regclass, p_layers text[])
 language plpgsql security invoker

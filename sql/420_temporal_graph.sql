@@ -837,7 +837,7 @@ comment on function memsub.entity_search(text, vector, integer, integer) is
 -- One view over the four tables that hold nodes; security_invoker, so each table's row-level security applies
 -- to the caller. A Memory node is the latest live version of a memory key.
 
-create or replace view memsub.graph_nodes with (security_invoker = true) as
+call memsub._ensure_view('memsub.graph_nodes', $create$create or replace view memsub.graph_nodes with (security_invoker = true) as
 select w.tenant_id, 'Entity'::text as node_type, w.entity_id as node_id, null::text as content,
        w.attributes as properties, w.created_at at time zone 'UTC' as created_at,
        w.updated_at at time zone 'UTC' as updated_at, w.doc_refs,
@@ -875,7 +875,7 @@ select m.tenant_id, 'Memory', m.id::text, m.value::text,
  where not m.is_deleted
    and not exists (select from memsub.memory_entries n
                     where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
-                      and n.version > m.version);
+                      and n.version > m.version)$create$);
 comment on view memsub.graph_nodes is
     'Typed knowledge-graph nodes (seed 003 Node): Entity (world_model_entities), Episode (sessions), Document '
     '(document_index versions), Memory (latest live memory_entries version). Security invoker: each source table''s '

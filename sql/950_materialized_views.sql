@@ -175,7 +175,7 @@ comment on procedure memsub.refresh_memory_views(pg_catalog.uuid) is
 
 -- Tenant-filtered access -------------------------------------------------------------------------------------
 
-create or replace view memsub.tenant_agent_recent_important with (security_barrier = true) as
+call memsub._ensure_view('memsub.tenant_agent_recent_important', $create$create or replace view memsub.tenant_agent_recent_important with (security_barrier = true) as
 select m.tenant_id, m.agent_id, m.packet_id, m.packet_type, m."timestamp", m.importance_score, m.access_count,
        m.tags, m.scope, m.combined_score
   from memsub.mv_agent_recent_important m
@@ -188,44 +188,44 @@ select m.tenant_id, m.agent_id, m.packet_id, m.packet_type, m."timestamp", m.imp
                  or (m.scope = 'l-private' and m.user_id = (select memsub.current_user_id()))
                  or (m.scope = 'cursor' and (m.user_id = (select memsub.current_user_id())
                                              or m.session_id = (select memsub.current_session_id())))
-                 or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))));
+                 or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))))$create$);
 comment on view memsub.tenant_agent_recent_important is
     'mv_agent_recent_important as the caller may see it: its tenant, its organization, the scopes the packet '
     'policies allow (every tenant for memsub_analyst), and only packets that have not expired, whenever the view '
     'was refreshed (security barrier).';
 
-create or replace view memsub.tenant_entity_graph with (security_barrier = true) as
+call memsub._ensure_view('memsub.tenant_entity_graph', $create$create or replace view memsub.tenant_entity_graph with (security_barrier = true) as
 select m.tenant_id, m.source_entity, m.relationship_type, m.target_entity, m.total_mentions, m.max_confidence,
        m.avg_confidence, m.last_seen, m.relationship_count
   from memsub.mv_entity_graph m
  where (m.expires_at is null or m.expires_at > (select pg_catalog.now()))
    and (m.valid_until is null or m.valid_until > (select pg_catalog.now()))
    and (m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin())
-        or (select pg_catalog.pg_has_role('memsub_analyst', 'usage')));
+        or (select pg_catalog.pg_has_role('memsub_analyst', 'usage')))$create$);
 comment on view memsub.tenant_entity_graph is
     'mv_entity_graph of the caller''s tenant only (every tenant for memsub_analyst), without rows made of an edge '
     'that has expired, or whose validity window known at the refresh has ended, since the refresh (security '
     'barrier).';
 
-create or replace view memsub.tenant_high_confidence_facts with (security_barrier = true) as
+call memsub._ensure_view('memsub.tenant_high_confidence_facts', $create$create or replace view memsub.tenant_high_confidence_facts with (security_barrier = true) as
 select m.tenant_id, m.fact_id, m.subject, m.subject_normalized, m.predicate, m.object, m.confidence,
        m.supporting_packet_count, m.access_count, m.combined_score
   from memsub.mv_high_confidence_facts m
  where (m.expires_at is null or m.expires_at > (select pg_catalog.now()))
    and (m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin())
-        or (select pg_catalog.pg_has_role('memsub_analyst', 'usage')));
+        or (select pg_catalog.pg_has_role('memsub_analyst', 'usage')))$create$);
 comment on view memsub.tenant_high_confidence_facts is
     'mv_high_confidence_facts of the caller''s tenant only (every tenant for memsub_analyst), without facts that '
     'have expired since the refresh (security barrier).';
 
-create or replace view memsub.tenant_reflection_patterns with (security_barrier = true) as
+call memsub._ensure_view('memsub.tenant_reflection_patterns', $create$create or replace view memsub.tenant_reflection_patterns with (security_barrier = true) as
 select m.tenant_id, m.org_id, m.reflection_type, m.count, m.avg_confidence, m.all_tags, m.latest
   from memsub.mv_reflection_patterns m
  where (m.expires_at is null or m.expires_at > (select pg_catalog.now()))
    and ((select pg_catalog.pg_has_role('memsub_analyst', 'usage'))
         or ((m.tenant_id = (select memsub.current_tenant_id()) or (select memsub.is_platform_admin()))
             and (m.org_id is null or m.org_id = (select memsub.current_org_id())
-                 or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))));
+                 or (select memsub.is_tenant_admin()) or (select memsub.is_platform_admin()))))$create$);
 comment on view memsub.tenant_reflection_patterns is
     'mv_reflection_patterns of the caller''s tenant: the tenant-wide rows (org_id NULL) and its organization''s '
     '(every tenant for memsub_analyst), without rows made of a reflection that has expired since the refresh '

@@ -423,10 +423,11 @@ def _oids(db: Any) -> dict[str, int]:
 def test_a_reapply_that_changes_one_function_keeps_every_policy_and_trigger_and_locks_no_table(
         db: Any, tmp_path: Path) -> None:
     """An upgrade that changes one function's body re-applies every file of sql/. Each policy and trigger it
-    would create exactly as it is stays (its OID survives) and no table is locked in a mode the applications'
-    reads or writes wait for; the end state is the shipped one (memsub verify finds nothing). Before, every
-    policy and trigger was dropped and created again (new OIDs), holding ACCESS EXCLUSIVE on some 60 tables
-    (packet_store among them) until the re-apply committed: an application call stalled 0.2-0.8 s."""
+    would create exactly as it is stays (its OID survives) and no table or view is locked in a mode the
+    applications' reads or writes wait for; the end state is the shipped one (memsub verify finds nothing).
+    Before, every policy and trigger was dropped and created again (new OIDs), and every view of sql/ replaced,
+    holding ACCESS EXCLUSIVE on some 60 tables and views (packet_store among them) until the re-apply committed:
+    an application call stalled 0.2-0.8 s."""
     before = _oids(db)
     assert len(before) > 60 and "policy packet_store.tenant_isolation" in before
     changed = _one_function_body_changed(tmp_path)
@@ -438,7 +439,7 @@ def test_a_reapply_that_changes_one_function_keeps_every_policy_and_trigger_and_
         held = conn.execute(
             "select c.relname || ' ' || l.mode from pg_locks l join pg_class c on c.oid = l.relation "
             "where l.pid = pg_backend_pid() and c.relnamespace = 'memsub'::regnamespace "
-            "and c.relkind in ('r', 'p') and l.mode = any(%s) order by 1", [_BLOCKING_MODES]).fetchall()
+            "and c.relkind in ('r', 'p', 'v', 'm') and l.mode = any(%s) order by 1", [_BLOCKING_MODES]).fetchall()
         conn.rollback()
     assert held == []
     assert Migrator(db.dsn(), repeatables_path=changed).migrate().repeatables_applied
@@ -452,16 +453,25 @@ def test_a_reapply_that_changes_one_function_keeps_every_policy_and_trigger_and_
 
 def test_a_policy_or_trigger_that_differs_is_created_again_as_shipped(db: Any, tmp_path: Path) -> None:
     """What a re-apply keeps is only what it would create identically: a policy changed in place (ALTER
-    POLICY keeps its OID), a trigger disabled, and a policy that sql/ now defines otherwise are created again
-    from the statement, and a dropped one is created, whatever else is kept."""
+    POLICY keeps its OID), a trigger disabled, a view without its security barrier and a policy that sql/ now
+    defines otherwise are created again from the statement, and a dropped policy or view is created, whatever
+    else is kept (memsub verify then finds the shipped catalog)."""
     with db.connect() as conn:
         conn.execute("alter policy tenant_isolation on memsub.sessions using (true)")
         conn.execute("alter table memsub.packet_store disable trigger packet_store_immutable")
         conn.execute("drop policy admin_override on memsub.tasks")
+        conn.execute("alter view memsub.tenant_entity_graph reset (security_barrier)")
+        conn.execute("drop view memsub.tenant_reflection_patterns")
         conn.commit()
     before = _oids(db)
     changed = _changed_sql(tmp_path)  # 130 and 310 touched, and packet_store's not_expired policy changed
     assert Migrator(db.dsn(), repeatables_path=changed).migrate().repeatables_applied
+    with db.connect() as conn:
+        assert conn.execute("select c.relname, c.reloptions from pg_class c where c.relnamespace = "
+                            "'memsub'::regnamespace and c.relname in ('tenant_entity_graph', "
+                            "'tenant_reflection_patterns') order by 1").fetchall() == [
+            ("tenant_entity_graph", ["security_barrier=true"]),
+            ("tenant_reflection_patterns", ["security_barrier=true"])]
     after = _oids(db)
     moved = sorted(name for name in after if after[name] != before.get(name))
     assert moved == ["policy packet_store.not_expired", "policy sessions.tenant_isolation",
