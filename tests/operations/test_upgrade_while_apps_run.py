@@ -482,3 +482,24 @@ def test_a_policy_or_trigger_that_differs_is_created_again_as_shipped(db: Any, t
     assert Migrator(db.dsn()).migrate().repeatables_applied
     result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn()])
     assert result.exit_code == 0, result.output
+
+
+def test_a_policy_is_created_again_when_no_probe_can_be_made(db: Any) -> None:
+    """The probe is a temporary table of the table's name: when the installer's session cannot make it (here a
+    temporary table of that name is already there; without the TEMP privilege likewise), the policy is dropped
+    and created again from the statement, as a re-apply always did, rather than kept unchecked."""
+    statement = ("create policy tenant_isolation on memsub.sessions as permissive for all to public "
+                 "using (tenant_id = (select memsub.current_tenant_id()))")
+    oid = "select oid from pg_policy where polname = 'tenant_isolation' and polrelid = 'memsub.sessions'::regclass"
+    with db.connect() as conn:
+        before = conn.execute(oid).fetchone()
+        conn.execute("call memsub._ensure_policy('memsub.sessions', 'tenant_isolation', %s)", [statement])
+        assert conn.execute(oid).fetchone() == before  # probed: identical, kept
+        conn.execute("create temporary table sessions (id int)")
+        conn.execute("call memsub._ensure_policy('memsub.sessions', 'tenant_isolation', %s)", [statement])
+        after = conn.execute(oid).fetchone()
+        assert after is not None and after != before
+        assert conn.execute("select count(*) from pg_temp.sessions").fetchone() == (0,)  # left as it was
+        conn.commit()
+    result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn()])
+    assert result.exit_code == 0, result.output
