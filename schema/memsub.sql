@@ -2154,6 +2154,54 @@ ALTER FUNCTION memsub._embedding_partition(p_tenant_id uuid) OWNER TO memsub_own
 
 COMMENT ON FUNCTION memsub._embedding_partition(p_tenant_id uuid) IS 'The number (0-15) of the partition of memory_embeddings that holds a tenant''s embeddings (memory_embeddings_p<nn>, hash of tenant_id, modulus 16); its HNSW indexes are idx_embeddings_vector_<type>_p<nn>. NULL for a NULL tenant.';
 
+CREATE PROCEDURE memsub._ensure_policy(IN p_table regclass, IN p_name text, IN p_create text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if not memsub._same_as_created('policy', p_table, p_name, p_create) then
+        execute format('drop policy if exists %I on %s', p_name, p_table);
+        execute p_create;
+    end if;
+end
+$$;
+
+ALTER PROCEDURE memsub._ensure_policy(IN p_table regclass, IN p_name text, IN p_create text) OWNER TO memsub_owner;
+
+COMMENT ON PROCEDURE memsub._ensure_policy(IN p_table regclass, IN p_name text, IN p_create text) IS 'Creates policy p_name of p_table with p_create (the statement creating it), dropping one of that name first, unless it is already exactly that (memsub._same_as_created): then nothing, and no lock on the table.';
+
+CREATE PROCEDURE memsub._ensure_trigger(IN p_table regclass, IN p_name text, IN p_create text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if not memsub._same_as_created('trigger', p_table, p_name, p_create) then
+        execute format('drop trigger if exists %I on %s', p_name, p_table);
+        execute p_create;
+    end if;
+end
+$$;
+
+ALTER PROCEDURE memsub._ensure_trigger(IN p_table regclass, IN p_name text, IN p_create text) OWNER TO memsub_owner;
+
+COMMENT ON PROCEDURE memsub._ensure_trigger(IN p_table regclass, IN p_name text, IN p_create text) IS 'Creates trigger p_name of p_table with p_create (the statement creating it), dropping one of that name first, unless it is already exactly that (memsub._same_as_created): then nothing, and no lock on the table.';
+
+CREATE PROCEDURE memsub._ensure_view(IN p_view text, IN p_create text)
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+begin
+    if pg_catalog.to_regclass(p_view) is null
+       or not memsub._same_as_created('view', pg_catalog.to_regclass(p_view), null, p_create) then
+        execute p_create;
+    end if;
+end
+$$;
+
+ALTER PROCEDURE memsub._ensure_view(IN p_view text, IN p_create text) OWNER TO memsub_owner;
+
+COMMENT ON PROCEDURE memsub._ensure_view(IN p_view text, IN p_create text) IS 'Runs p_create (the CREATE OR REPLACE VIEW statement of view p_view) unless the view is already exactly what it creates (memsub._same_as_created): then nothing, and no lock on the view.';
+
 CREATE FUNCTION memsub._entity_keys(p_name text) RETURNS text[]
     LANGUAGE plpgsql STABLE SECURITY DEFINER PARALLEL SAFE
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -2782,10 +2830,10 @@ CREATE PROCEDURE memsub._install_expiry_policy(IN p_table regclass, IN p_comment
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
     AS $$
 begin
-    execute format('drop policy if exists not_expired on %s', p_table);
-    execute format('create policy not_expired on %s as restrictive for select to public '
-                   'using (ttl is null or ttl > (select pg_catalog.now() at time zone ''UTC'') '
-                   'or (select current_user = ''memsub_expiry_owner''::name))', p_table);
+    call memsub._ensure_policy(p_table, 'not_expired', format(
+        'create policy not_expired on %s as restrictive for select to public '
+        'using (ttl is null or ttl > (select pg_catalog.now() at time zone ''UTC'') '
+        'or (select current_user = ''memsub_expiry_owner''::name))', p_table));
     execute format('comment on policy not_expired on %s is %L', p_table, p_comment);
 end
 $$;
@@ -2801,40 +2849,46 @@ CREATE PROCEDURE memsub._install_row_security(IN p_table regclass, IN p_layers t
 declare
     admin_pass constant text := '(select memsub.is_tenant_admin()) or (select memsub.is_platform_admin())';
 begin
-    execute format('alter table %s enable row level security', p_table);
-    execute format('alter table %s force row level security', p_table);
+    -- ALTER TABLE takes ACCESS EXCLUSIVE even when the flags are set already: only when one is not.
+    if not (select c.relrowsecurity and c.relforcerowsecurity from pg_class c where c.oid = p_table) then
+        execute format('alter table %s enable row level security', p_table);
+        execute format('alter table %s force row level security', p_table);
+    end if;
 
-    execute format('drop policy if exists tenant_isolation on %s', p_table);
-    execute format('create policy tenant_isolation on %s as permissive for all to public '
-                   'using (tenant_id = (select memsub.current_tenant_id()))', p_table);
+    call memsub._ensure_policy(p_table, 'tenant_isolation', format(
+        'create policy tenant_isolation on %s as permissive for all to public '
+        'using (tenant_id = (select memsub.current_tenant_id()))', p_table));
     execute format('comment on policy tenant_isolation on %s is %L', p_table,
                    'Rows of the context tenant only (memsub.set_context).');
 
-    execute format('drop policy if exists admin_override on %s', p_table);
-    execute format('create policy admin_override on %s as permissive for all to public '
-                   'using ((select memsub.is_platform_admin()))', p_table);
+    call memsub._ensure_policy(p_table, 'admin_override', format(
+        'create policy admin_override on %s as permissive for all to public '
+        'using ((select memsub.is_platform_admin()))', p_table));
     execute format('comment on policy admin_override on %s is %L', p_table,
                    'platform_admin contexts (members of memsub_platform_admin) reach every tenant.');
 
-    execute format('drop policy if exists org_isolation on %s', p_table);
     if 'org' = any(p_layers) then
-        execute format('create policy org_isolation on %s as restrictive for all to public '
-                       'using (org_id is null or org_id = (select memsub.current_org_id()) or %s)',
-                       p_table, admin_pass);
+        call memsub._ensure_policy(p_table, 'org_isolation', format(
+            'create policy org_isolation on %s as restrictive for all to public '
+            'using (org_id is null or org_id = (select memsub.current_org_id()) or %s)', p_table, admin_pass));
         execute format('comment on policy org_isolation on %s is %L', p_table,
                        'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.');
+    elsif exists (select from pg_policy where polrelid = p_table and polname = 'org_isolation') then
+        execute format('drop policy org_isolation on %s', p_table);
     end if;
 
-    execute format('drop policy if exists user_visibility on %s', p_table);
     if 'user' = any(p_layers) then
-        execute format('create policy user_visibility on %s as restrictive for all to public using ('
-                       'scope = ''shared'''
-                       ' or (scope = ''l-private'' and user_id = (select memsub.current_user_id()))'
-                       ' or (scope = ''cursor'' and (user_id = (select memsub.current_user_id())'
-                       '                            or session_id = (select memsub.current_session_id())))'
-                       ' or %s)', p_table, admin_pass);
+        call memsub._ensure_policy(p_table, 'user_visibility', format(
+            'create policy user_visibility on %s as restrictive for all to public using ('
+            'scope = ''shared'''
+            ' or (scope = ''l-private'' and user_id = (select memsub.current_user_id()))'
+            ' or (scope = ''cursor'' and (user_id = (select memsub.current_user_id())'
+            '                            or session_id = (select memsub.current_session_id())))'
+            ' or %s)', p_table, admin_pass));
         execute format('comment on policy user_visibility on %s is %L', p_table,
                        'Scope: shared rows for all, cursor rows for their user and session, l-private rows for their user; admins pass.');
+    elsif exists (select from pg_policy where polrelid = p_table and polname = 'user_visibility') then
+        execute format('drop policy user_visibility on %s', p_table);
     end if;
 end
 $$;
@@ -4843,6 +4897,92 @@ $$;
 ALTER FUNCTION memsub._resolve_entity(p_name text) OWNER TO memsub_retrieval_owner;
 
 COMMENT ON FUNCTION memsub._resolve_entity(p_name text) IS 'The graph entity a name stands for (memsub._resolve_entities of one name): the Entity node of the context tenant whose name or one of whose aliases matches it (memsub.normalize_text), the node named so first; otherwise the name itself, trimmed.';
+
+CREATE FUNCTION memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text) RETURNS boolean
+    LANGUAGE plpgsql
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_relname name;
+    v_probe regclass;
+    v_statement text;
+    v_same boolean := false;
+begin
+    if p_kind is null or p_kind not in ('policy', 'trigger', 'view') then
+        raise exception 'memsub._same_as_created: p_kind must be policy, trigger or view, not %', p_kind
+            using errcode = '22023', column = 'p_kind';
+    end if;
+    select c.relname into v_relname from pg_class c where c.oid = p_table;
+    if v_relname is null
+       or p_kind = 'view' and not exists (select from pg_class where oid = p_table and relkind = 'v')
+       or p_kind = 'policy' and not exists (select from pg_policy where polrelid = p_table and polname = p_name)
+       or p_kind = 'trigger' and not exists (select from pg_trigger
+                                             where tgrelid = p_table and tgname = p_name and not tgisinternal) then
+        return false;
+    end if;
+    -- The statement aimed at the probe: its first "on <table>" (the ON clause) names pg_temp's table instead; a
+    -- view's "create or replace view <view>" creates a temporary view of the same name.
+    if p_kind = 'view' then
+        v_statement := regexp_replace(p_create, '^\s*create\s+or\s+replace\s+view\s+(memsub\.)?' || v_relname || '\M',
+                                      'create temporary view ' || quote_ident(v_relname), 'i');
+    else
+        v_statement := regexp_replace(p_create, '\mon\s+(memsub\.)?' || v_relname || '\M',
+                                      'on pg_temp.' || quote_ident(v_relname), 'i');
+    end if;
+    if v_statement = p_create then
+        return false;
+    end if;
+    begin
+        if p_kind <> 'view' then
+            execute format('create temporary table %I (like %s)', v_relname, p_table);
+        end if;
+        execute v_statement;
+        v_probe := pg_catalog.to_regclass('pg_temp.' || quote_ident(v_relname));
+        if p_kind = 'view' then
+            -- the same query, options and columns (names, types, typmods, collations, in order)
+            select true into v_same
+              from pg_class r, pg_class p
+             where r.oid = p_table and p.oid = v_probe and p.relkind = 'v'
+               and r.reloptions is not distinct from p.reloptions
+               and pg_get_viewdef(r.oid) = pg_get_viewdef(p.oid)
+               and (select array_agg(array[a.attname::text, a.atttypid::text, a.atttypmod::text,
+                                           a.attcollation::text] order by a.attnum)
+                      from pg_attribute a where a.attrelid = r.oid and a.attnum > 0 and not a.attisdropped)
+                   = (select array_agg(array[a.attname::text, a.atttypid::text, a.atttypmod::text,
+                                             a.attcollation::text] order by a.attnum)
+                        from pg_attribute a where a.attrelid = p.oid and a.attnum > 0 and not a.attisdropped);
+        elsif p_kind = 'policy' then
+            select true into v_same
+              from pg_policy r join pg_policy p on p.polrelid = v_probe and p.polname = r.polname
+             where r.polrelid = p_table and r.polname = p_name
+               and r.polcmd = p.polcmd and r.polpermissive = p.polpermissive and r.polroles = p.polroles
+               and pg_get_expr(r.polqual, r.polrelid) is not distinct from pg_get_expr(p.polqual, p.polrelid)
+               and pg_get_expr(r.polwithcheck, r.polrelid) is not distinct from pg_get_expr(p.polwithcheck, p.polrelid);
+        else
+            select true into v_same
+              from pg_trigger r join pg_trigger p on p.tgrelid = v_probe and p.tgname = r.tgname
+             where r.tgrelid = p_table and r.tgname = p_name and not r.tgisinternal
+               and r.tgfoid = p.tgfoid and r.tgtype = p.tgtype and r.tgenabled = p.tgenabled
+               and r.tgdeferrable = p.tgdeferrable and r.tginitdeferred = p.tginitdeferred
+               and r.tgnargs = p.tgnargs and r.tgargs = p.tgargs
+               and r.tgoldtable is not distinct from p.tgoldtable and r.tgnewtable is not distinct from p.tgnewtable
+               -- pg_get_triggerdef names the table qualified: pg_temp.<name> for the probe
+               and replace(pg_get_triggerdef(p.oid), ' ON pg_temp.' || quote_ident(v_relname) || ' ',
+                           ' ON ' || (select quote_ident(c.relnamespace::regnamespace::text) from pg_class c
+                                      where c.oid = p_table) || '.' || quote_ident(v_relname) || ' ')
+                   = pg_get_triggerdef(r.oid);
+        end if;
+        execute format('drop %s %s', case p_kind when 'view' then 'view' else 'table' end, v_probe);
+    exception when others then
+        return false;  -- no probe (no TEMP privilege, a temporary table of that name): created again
+    end;
+    return coalesce(v_same, false);
+end
+$$;
+
+ALTER FUNCTION memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text) OWNER TO memsub_owner;
+
+COMMENT ON FUNCTION memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text) IS 'True when the policy or trigger p_name of p_table, or the view p_table (p_kind view), is exactly what p_create (the statement creating it) creates: compared in the catalog with the same statement applied to a temporary table of the same name and columns (a temporary view of the same name).';
 
 CREATE FUNCTION memsub._sample_query(p_row public.vector, p_distance double precision) RETURNS public.vector
     LANGUAGE plpgsql PARALLEL RESTRICTED
@@ -17517,6 +17657,12 @@ REVOKE ALL ON FUNCTION memsub._embedding_partition(p_tenant_id uuid) FROM PUBLIC
 GRANT ALL ON FUNCTION memsub._embedding_partition(p_tenant_id uuid) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._embedding_partition(p_tenant_id uuid) TO memsub_analyst;
 
+REVOKE ALL ON PROCEDURE memsub._ensure_policy(IN p_table regclass, IN p_name text, IN p_create text) FROM PUBLIC;
+
+REVOKE ALL ON PROCEDURE memsub._ensure_trigger(IN p_table regclass, IN p_name text, IN p_create text) FROM PUBLIC;
+
+REVOKE ALL ON PROCEDURE memsub._ensure_view(IN p_view text, IN p_create text) FROM PUBLIC;
+
 REVOKE ALL ON FUNCTION memsub._entity_keys(p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._entity_keys(p_name text) TO memsub_analyst;
@@ -17771,6 +17917,8 @@ REVOKE ALL ON FUNCTION memsub._resolve_entity(p_name text) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_app;
 GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub._resolve_entity(p_name text) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text) FROM PUBLIC;
 
 REVOKE ALL ON FUNCTION memsub._sample_query(p_row public.vector, p_distance double precision) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._sample_query(p_row public.vector, p_distance double precision) TO memsub_platform_admin;
