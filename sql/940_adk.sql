@@ -328,15 +328,20 @@ comment on function memsub.adk_session_append_event(text, text, text, jsonb, dou
     'atomically. P0002 naming session_id when the session does not exist; 40001 naming last_update_time when the '
     'session changed after p_last_update_time. Returns the new last update time (epoch seconds).';
 
+-- The text is composed to Unicode NFC first (docs/decisions.md, "One Unicode composition"): a combining accent is
+-- no letter, so "café" typed as e and U+0301 (as macOS and some extractors give it) was cut to the word "cafe",
+-- which missed the memories that say "café" with one é and found those that say "cafe". The words stored with a
+-- memory are this function's (migration 2.52.0 recomputed those stored before).
 create or replace function memsub._adk_words(p_text text) returns text[]
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp
 as $$
     select coalesce(array_agg(distinct lower(m[1])), '{}')
-      from regexp_matches(coalesce(p_text, ''), '([[:alnum:]]+)', 'g') m
+      from regexp_matches(normalize(coalesce(p_text, ''), nfc), '([[:alnum:]]+)', 'g') m
 $$;
 comment on function memsub._adk_words(text) is
-    'The distinct lower-case words (runs of letters and digits) of a text: what ADK memory keyword search matches.';
+    'The distinct lower-case words (runs of letters and digits) of a text composed to Unicode NFC, so an accented '
+    'letter is one letter whichever way it was typed: what ADK memory keyword search matches.';
 
 create or replace function memsub.adk_memory_add(
     p_app_name   text,

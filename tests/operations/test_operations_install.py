@@ -926,6 +926,32 @@ def _check_erasure_record(dsn: str, _: Any = None) -> None:
     assert records == [(uuid.UUID(int=1), deleted)]
 
 
+def _adk_memories_before_2_52_0(dsn: str, migrator: Migrator) -> None:
+    """A database at the release before 2.52.0 holding an ADK memory whose text spells "café" with a combining
+    accent (stored with the word "cafe", as _adk_words cut it then) and one whose text is composed already."""
+    versions = [m.version_text for m in migrator.migrations]
+    migrator.migrate(versions[versions.index("2.52.0") - 1])
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        for event, text, words in [("e1", unicodedata.normalize("NFD", "Café au lait"), ["au", "cafe", "lait"]),
+                                   ("e2", "Zoë was here", ["here", "was", "zoë"])]:
+            conn.execute("insert into memsub.adk_memories (tenant_id, app_name, user_id, session_id, event_id, "
+                         "content, text, words) values (%s, 'helpdesk', 'alice', 's1', %s, '{}', %s, %s)",
+                         [uuid.UUID(int=1), event, text, words])
+
+
+def _check_adk_memory_words(dsn: str, _: Any = None) -> None:
+    with psycopg.connect(dsn) as conn:
+        words = dict(conn.execute("select event_id, words from memsub.adk_memories").fetchall())
+        security = conn.execute("select relrowsecurity, relforcerowsecurity from pg_class "
+                                "where oid = 'memsub.adk_memories'::regclass").fetchone()
+        conn.execute("select memsub.set_context(%s, null, null, '{}', null)", [uuid.UUID(int=1)])
+        found = conn.execute("select event_id from memsub.adk_memory_search('helpdesk', 'alice', 'café')").fetchall()
+    assert {event: sorted(w) for event, w in words.items()} == {"e1": ["au", "café", "lait"],
+                                                                "e2": ["here", "was", "zoë"]}
+    assert security == (True, True)
+    assert found == [("e1",)]
+
+
 # Each upgrade that moves data: the database at the release before it, with rows, and what must hold after it.
 UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], None]]] = {
     "2.30.0 moves every embedding into its partition": (_embeddings_at_2_29_0, _check_embeddings_moved),
@@ -946,6 +972,8 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.47.0 rebuilds two materialized views and fills them again": (_views_before_2_47_0, _check_views_2_47_0),
     "2.48.0 keeps a user's access records for that user": (_user_accesses_before_2_48_0, _check_user_accesses),
     "2.49.0 records each tenant erasure": (_before_2_49_0, _check_erasure_record),
+    "2.52.0 takes an ADK memory's words from its composed text": (_adk_memories_before_2_52_0,
+                                                                   _check_adk_memory_words),
 }
 
 
@@ -1018,6 +1046,7 @@ FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
     "2.46.0 renames the internal routines in place": (("packet_store",), True),
     "2.47.0 rebuilds two materialized views and fills them again": (("entity_relationships", "packet_store"), True),
     "2.48.0 keeps a user's access records for that user": (("memory_access_log",), True),
+    "2.52.0 takes an ADK memory's words from its composed text": (("adk_memories",), True),
 }
 
 

@@ -28,10 +28,12 @@ the word NULL), since a kept search plan takes its values as text.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import random
 import time
+import unicodedata
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -296,7 +298,7 @@ def combined(distance: float, importance: float) -> float:
 
 def assert_ranked(got: list[tuple[uuid.UUID, float]], expected: list[tuple[uuid.UUID, float]], what: str) -> None:
     """The same ids in the same order; where the oracle's scores tie within rounding (1e-12), any order of the
-    tied rows, and at the cut any of them."""
+    tied rows, and at the cut any of them; rows of the same score as returned come by id."""
     assert len(got) == len(expected), f"{what}: {len(got)} rows, expected {len(expected)}"
     for (_, got_score), (_, want_score) in zip(got, expected, strict=True):
         assert abs(got_score - want_score) <= 1e-12, f"{what}: score {got_score} where {want_score} was due"
@@ -306,6 +308,9 @@ def assert_ranked(got: list[tuple[uuid.UUID, float]], expected: list[tuple[uuid.
         groups.setdefault(key, (set(), set()))
         groups[key][0].add(got_id)
         groups[key][1].add(want_id)
+    # Rows of one score (to the bit) come by id.
+    for (first_id, first_score), (second_id, second_score) in itertools.pairwise(got):
+        assert first_score != second_score or first_id < second_id, f"{what}: a tie at {first_score} not by id"
     last = round(expected[-1][1], 11) if expected else None
     for key, (got_ids, want_ids) in groups.items():
         if key != last:
@@ -1023,3 +1028,130 @@ def test_thread_pages_are_the_visible_packets_in_write_order(world, logins, read
                 break
             cursor = page[-1]["write_seq"]
     assert pages == [p.packet_id for p in packets if p.thread_id == thread and p.visible_to(reader, now)]
+
+
+def labels_match(labels: tuple[str, ...], pattern: tuple[str, ...] | None, at_end: bool) -> bool:
+    if pattern is None:
+        return True
+    if len(labels) < len(pattern):
+        return False
+    part = labels[len(labels) - len(pattern):] if at_end else labels[:len(pattern)]
+    return all(p in ("*", label) for p, label in zip(pattern, part, strict=True))
+
+
+namespace_patterns = st.none() | st.lists(st.sampled_from(["docs", "alpha", "beta", "deep", "*", "users"]),
+                                          max_size=3).map(tuple)
+
+
+@FUZZ
+@given(reader=store_readers, prefix=namespace_patterns, suffix=namespace_patterns,
+       max_depth=st.none() | st.integers(1, 3), limit=st.integers(1, 5))
+def test_langgraph_store_namespace_pages_are_the_exact_answer(logins, store, reader, prefix, suffix, max_depth,
+                                                              limit):
+    app = logins[reader.login]
+    namespaces = {item.namespace for item in store
+                  if item.tenant == reader.tenant and (reader.admin or item.org in (None, reader.org))}
+    expected = sorted({ns if max_depth is None else ns[:max_depth] for ns in namespaces
+                       if labels_match(ns, prefix, False) and labels_match(ns, suffix, True)},
+                      key=lambda ns: ".".join(ns).encode())
+    pages: list[tuple[str, ...]] = []
+    with app.transaction():
+        set_context(app, reader.tenant, reader.org, reader.user, reader.roles)
+        in_zone(app, reader.zone)
+        for offset in range(0, len(expected) + limit, limit):
+            page = app.execute("select namespace from memsub.langgraph_store_list_namespaces(%s, %s, %s, %s, %s)",
+                               [None if prefix is None else list(prefix), None if suffix is None else list(suffix),
+                                max_depth, limit, offset]).fetchall()
+            assert len(page) == len(expected[offset:offset + limit])
+            pages += [tuple(r["namespace"]) for r in page]
+    assert pages == expected
+
+
+# ADK memory (sql/940_adk.sql, docs/integrations.md): a user's memories in an app, of the context tenant and
+# organization, sharing a word with the query, those holding more of its words first, then newest first. A word
+# is a run of letters and digits, in lower case, and an accented letter is one letter whichever way it was typed
+# (docs/decisions.md, "One Unicode composition"): "café" with one é or with e and a combining accent.
+ADK_WORDS = ("harbor", "Crane", "café", unicodedata.normalize("NFD", "café"), "cafe", "zoë",
+             unicodedata.normalize("NFD", "Zoë"))
+
+
+def adk_words(text: str) -> set[str]:
+    return {word.lower() for word in unicodedata.normalize("NFC", text).split()}
+
+
+@dataclass
+class AdkMemory:
+    tenant: uuid.UUID
+    org: uuid.UUID | None
+    app_name: str
+    user_id: str
+    session_id: str
+    event_id: str
+    text: str
+    timestamp: float | None
+
+
+def build_adk(db: Any, seed: int = 62) -> list[AdkMemory]:
+    """The memories of a few ADK sessions (memsub.adk_memory_add), of two apps and two users in both tenants and
+    three contexts, each text a few words of ADK_WORDS, some of them without a time."""
+    rng = random.Random(seed)
+    found: list[AdkMemory] = []
+    with db.connect("app") as app:
+        for n in range(30):
+            tenant, org = rng.choice(TENANTS), rng.choice(ORGS)
+            app_name, user_id = rng.choice(("helpdesk", "tutor")), rng.choice(("alice", "bob"))
+            memories = [AdkMemory(tenant, org, app_name, user_id, f"s{n}", f"e{i}",
+                                  " ".join(rng.choices(ADK_WORDS, k=rng.randint(1, 3))),
+                                  None if rng.random() < 0.2 else float(rng.randrange(100)))
+                        for i in range(rng.randint(1, 4))]
+            with app.transaction():
+                set_context(app, tenant, org)
+                app.execute("select memsub.adk_memory_add(%s, %s, %s, %s::jsonb)", [
+                    app_name, user_id, f"s{n}", json.dumps([
+                        {"event_id": m.event_id, "author": "user", "timestamp": m.timestamp,
+                         "content": {"parts": [{"text": m.text}]}, "text": m.text} for m in memories])])
+            found += memories
+    return found
+
+
+@pytest.fixture(scope="module")
+def adk(world: tuple[Any, list[Packet]]) -> list[AdkMemory]:
+    return build_adk(world[0])
+
+
+@FUZZ
+@given(tenant=st.sampled_from(TENANTS), org=st.sampled_from(ORGS), app_name=st.sampled_from(("helpdesk", "tutor")),
+       user_id=st.sampled_from(("alice", "bob")), query=st.lists(st.sampled_from(ADK_WORDS), min_size=1, max_size=3),
+       limit=st.integers(1, 12))
+def test_adk_memory_search_by_words_is_the_exact_answer(app, adk, tenant, org, app_name, user_id, query, limit):
+    text = " ".join(query)
+    with app.transaction():
+        set_context(app, tenant, org)
+        found = app.execute("select session_id, event_id, score from memsub.adk_memory_search(%s, %s, %s, null, %s)",
+                            [app_name, user_id, text, limit]).fetchall()
+    asked = adk_words(text)
+    mine = [m for m in adk if (m.tenant, m.org, m.app_name, m.user_id) == (tenant, org, app_name, user_id)
+            and adk_words(m.text) & asked]
+    ranked = sorted((-len(adk_words(m.text) & asked) / len(asked), m.timestamp is None, -(m.timestamp or 0.0),
+                     m.session_id, m.event_id) for m in mine)[:limit]
+    assert [(r["session_id"], r["event_id"], r["score"]) for r in found] == [
+        (session, event, -share) for share, _, _, session, event in ranked]
+
+
+def test_adk_memory_words_are_one_word_whichever_way_an_accent_was_typed(db384):
+    """A memory holding "café" typed with one é is found by the query "café" typed with e and a combining accent,
+    and the other way round, and neither finds a memory that says "cafe". Before the fix a word was cut at the
+    combining accent, so the decomposed "café" was the word "cafe": each spelling missed the other's memories
+    (the search returned nothing) and found the unaccented ones instead."""
+    composed, decomposed = "café", unicodedata.normalize("NFD", "café")
+    with db384.connect("app") as app:
+        set_context(app, TENANT_A)
+        app.execute("select memsub.adk_memory_add('helpdesk', 'alice', 's1', %s::jsonb)", [json.dumps([
+            {"event_id": "e1", "content": {}, "text": f"a {composed} au lait"},
+            {"event_id": "e2", "content": {}, "text": f"the {decomposed} was closed"},
+            {"event_id": "e3", "content": {}, "text": "cafe racer"}])])
+        for query in (composed, decomposed, composed.upper(), decomposed.upper()):
+            found = app.execute("select event_id, score from memsub.adk_memory_search('helpdesk', 'alice', %s)"
+                                " order by event_id", [query]).fetchall()
+            assert found == [("e1", 1.0), ("e2", 1.0)], f"{query!r}: {found}"
+        app.rollback()
