@@ -17,8 +17,11 @@ organization and scope rules, never expiry), in session time zones from UTC-12 t
   for the tenant, user:<id> for that user, session:<id> for that session), under the prefix of whole segments,
   when it is live; never a superseded or deleted version.
 - ``search_semantic_memory``, ``retrieve_reflections``: their documented filters and scores, exactly.
-- ``langgraph_store_search`` and ``get_thread``: every page, read by limit and offset (or cursor), is the slice of
-  the whole answer: no gaps, no repeats, nothing expired.
+- ``langgraph_store_search``, ``langgraph_store_list_namespaces`` and ``get_thread``: every page, read by limit
+  and offset (or cursor), is the slice of the whole answer: no gaps, no repeats, nothing expired.
+- ``adk_memory_search`` by words: the memories sharing a word with the query, by the share of its words, newest
+  first; a word in either Unicode composition is one word.
+- ``edges_as_of``: the edges whose validity window holds the time, not expired, by source, type and target.
 
 The vectors are 384-d with four small integer coordinates and zeros elsewhere: every sum pgvector takes is exact
 in single precision, so the cosine distance computed here is the server's to the bit, and equal vectors (there
@@ -101,7 +104,9 @@ class Reader:
     user: uuid.UUID | None
     session: str | None
     zone: str = "UTC"
-    login: str = "app"  # app, analyst or tenant_admin (a tenant_admin context)
+    # app, analyst, tenant_admin (a tenant_admin context) or plain (the tenant admin's login in a context without
+    # the role, on the same connection: a plan it kept must not carry the admin's pass over)
+    login: str = "app"
 
     @property
     def admin(self) -> bool:
@@ -169,7 +174,8 @@ def build_packets(db: Any, seed: int = 56) -> list[Packet]:
             tenant, org = rng.choice(TENANTS), rng.choice(ORGS)
             user, session = rng.choice(USERS), rng.choice(SESSIONS)
             scope = "shared" if user is None else rng.choice(["shared", "shared", "l-private", "cursor"])
-            timestamp = EPOCH + timedelta(days=rng.randrange(20), hours=rng.randrange(24))
+            timestamp = EPOCH + timedelta(days=rng.randrange(20), hours=rng.randrange(24),
+                                          microseconds=rng.choice([0, 0, 1, 999_999]))
             ttl = rng.choice([None, None, None, expiring, datetime(2200, 1, 1, tzinfo=UTC)])
             packet = Packet(uuid.uuid4(), tenant, org, user, session, scope, rng.choice(PACKET_TYPES),
                             thread_of(tenant, org, rng.randrange(2)), sorted(rng.sample(TAGS, rng.randrange(3))),
@@ -231,7 +237,7 @@ def logins(world: tuple[Any, list[Packet]]) -> Iterator[dict[str, psycopg.Connec
     try:
         for conn in connections.values():
             conn.row_factory = dict_row  # type: ignore[assignment]
-        yield connections
+        yield connections | {"plain": connections["tenant_admin"]}
     finally:
         for conn in connections.values():
             conn.close()
@@ -244,9 +250,9 @@ def app(logins: dict[str, psycopg.Connection[Any]]) -> psycopg.Connection[Any]:
 
 readers = st.builds(Reader, st.sampled_from(TENANTS), st.sampled_from(ORGS), st.sampled_from(USERS),
                     st.sampled_from(SESSIONS), st.sampled_from(ZONES),
-                    st.sampled_from(["app", "app", "analyst", "tenant_admin"]))
-times = st.builds(lambda days, hours: EPOCH + timedelta(days=days, hours=hours), st.integers(-1, 21),
-                  st.integers(0, 23))
+                    st.sampled_from(["app", "app", "analyst", "tenant_admin", "plain"]))
+times = st.builds(lambda days, hours, micro: EPOCH + timedelta(days=days, hours=hours, microseconds=micro),
+                  st.integers(-1, 21), st.integers(0, 23), st.sampled_from([0, 1, 999_999]))
 
 
 @st.composite
@@ -1155,3 +1161,83 @@ def test_adk_memory_words_are_one_word_whichever_way_an_accent_was_typed(db384):
                                 " order by event_id", [query]).fetchall()
             assert found == [("e1", 1.0), ("e2", 1.0)], f"{query!r}: {found}"
         app.rollback()
+
+
+# The temporal graph (docs/retrieval.md, sql/420_temporal_graph.sql): edges_as_of(t) is the edges whose validity
+# window [valid_from, valid_until) holds t, of the context tenant, not expired, optionally touching an entity or of
+# one relationship type, by source, type and target.
+GRAPH_ENTITIES = ("acme", "globex", "initech", "umbrella")
+GRAPH_TYPES = ("supplies", "owns")
+GRAPH_EPOCH = datetime(2020, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class Edge:
+    tenant: uuid.UUID
+    source: str
+    relationship_type: str
+    target: str
+    valid_from: datetime
+    valid_until: datetime | None
+    expiring: bool
+
+
+def build_graph(db: Any, seed: int = 63) -> list[Edge]:
+    """Edges of both tenants, each key with one to three validity windows one after the other (the last one open
+    at times), some drawn from a packet that expires within seconds (an edge expires with its packet)."""
+    rng = random.Random(seed)
+    edges: list[Edge] = []
+    expiring = datetime.now(UTC) + timedelta(seconds=3)
+    with db.connect("app") as app:
+        for tenant in TENANTS:
+            with app.transaction():
+                set_context(app, tenant)
+                row = app.execute("select packet_id from memsub.write_packet(%s::jsonb)", [json.dumps(
+                    {"packet_type": "note", "payload": {"text": "source"}, "ttl": expiring.isoformat()})]).fetchone()
+            assert row is not None
+            packet = row[0]
+            for source, relationship_type, target in itertools.product(GRAPH_ENTITIES, GRAPH_TYPES, GRAPH_ENTITIES):
+                if source == target or rng.random() < 0.5:
+                    continue
+                day = rng.randrange(5)
+                for window in range(rng.randint(1, 3)):
+                    start = GRAPH_EPOCH + timedelta(days=day, hours=rng.randrange(24))
+                    day += rng.randint(1, 6)
+                    end = None if window == 2 or rng.random() < 0.2 else GRAPH_EPOCH + timedelta(days=day)
+                    edge = Edge(tenant, source, relationship_type, target, start, end, rng.random() < 0.15)
+                    with app.transaction():
+                        set_context(app, tenant)
+                        in_zone(app, rng.choice(ZONES))
+                        app.execute("select memsub.temporal_edge_add(%s, %s, %s, %s, %s, p_source_packet => %s)",
+                                    [source, relationship_type, target, start, end,
+                                     packet if edge.expiring else None])
+                    edges.append(edge)
+                    if end is None:
+                        break
+                    day += rng.randrange(3)
+    while datetime.now(UTC) <= expiring + timedelta(seconds=1):
+        time.sleep(0.2)
+    return edges
+
+
+@pytest.fixture(scope="module")
+def graph(world: tuple[Any, list[Packet]]) -> list[Edge]:
+    return build_graph(world[0])
+
+
+@FUZZ
+@given(reader=readers, day=st.integers(-1, 30), hour=st.integers(0, 23),
+       entity=st.none() | st.sampled_from(GRAPH_ENTITIES), relationship_type=st.none() | st.sampled_from(GRAPH_TYPES))
+def test_edges_as_of_are_the_exact_answer(logins, graph, reader, day, hour, entity, relationship_type):
+    app = logins[reader.login]
+    as_of = GRAPH_EPOCH + timedelta(days=day, hours=hour)
+    with app.transaction():
+        set_context(app, reader.tenant, reader.org, reader.user, reader.roles, reader.session)
+        in_zone(app, reader.zone)
+        found = app.execute("select source_entity, relationship_type, target_entity, lower(valid_period) as f"
+                            " from memsub.edges_as_of(%s, %s, %s)", [as_of, entity, relationship_type]).fetchall()
+    expected = sorted((e.source, e.relationship_type, e.target, e.valid_from) for e in graph
+                      if e.tenant == reader.tenant and not e.expiring and e.valid_from <= as_of
+                      and (e.valid_until is None or as_of < e.valid_until)
+                      and entity in (None, e.source, e.target) and relationship_type in (None, e.relationship_type))
+    assert [(r["source_entity"], r["relationship_type"], r["target_entity"], r["f"]) for r in found] == expected
