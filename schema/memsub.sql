@@ -297,12 +297,12 @@ CREATE FUNCTION memsub._adk_words(p_text text) RETURNS text[]
     SET search_path TO 'pg_catalog', 'pg_temp'
     AS $$
     select coalesce(array_agg(distinct lower(m[1])), '{}')
-      from regexp_matches(coalesce(p_text, ''), '([[:alnum:]]+)', 'g') m
+      from regexp_matches(normalize(coalesce(p_text, ''), nfc), '([[:alnum:]]+)', 'g') m
 $$;
 
 ALTER FUNCTION memsub._adk_words(p_text text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._adk_words(p_text text) IS 'The distinct lower-case words (runs of letters and digits) of a text: what ADK memory keyword search matches.';
+COMMENT ON FUNCTION memsub._adk_words(p_text text) IS 'The distinct lower-case words (runs of letters and digits) of a text composed to Unicode NFC, so an accented letter is one letter whichever way it was typed: what ADK memory keyword search matches.';
 
 CREATE FUNCTION memsub._adk_write_states(p_app_name text, p_user_id text, p_delta jsonb) RETURNS TABLE(app_state jsonb, user_state jsonb)
     LANGUAGE plpgsql
@@ -13669,7 +13669,7 @@ COMMENT ON COLUMN memsub.adk_memories.content IS 'The event''s content (google.g
 
 COMMENT ON COLUMN memsub.adk_memories.text IS 'The text parts of the content, joined by newlines.';
 
-COMMENT ON COLUMN memsub.adk_memories.words IS 'Distinct lower-case words of text: what keyword search matches.';
+COMMENT ON COLUMN memsub.adk_memories.words IS 'The distinct lower-case words of text composed to Unicode NFC (memsub._adk_words): what a keyword search matches.';
 
 COMMENT ON COLUMN memsub.adk_memories.embedding IS 'Embedding of text, when the memory service has an embedder; NULL otherwise.';
 
