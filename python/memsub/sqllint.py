@@ -215,7 +215,10 @@ def _check_statement(statement: Statement, words: list[str], needs_comment: dict
         if name:
             for i, word in enumerate(words[:-2]):
                 if word == "add" and words[i + 1] == "column":
-                    needs_comment.setdefault(f"column memsub.{name}.{words[i + 2].strip(chr(34))}", where)
+                    # "add column if not exists <name>" (a re-runnable migration) names the column three words on.
+                    at = i + 5 if words[i + 2: i + 5] == ["if", "not", "exists"] else i + 2
+                    if at < len(words):
+                        needs_comment.setdefault(f"column memsub.{name}.{words[at].strip(chr(34))}", where)
     elif words[:2] == ["comment", "on"] and len(words) > 3:
         kind = words[2]
         index = 3

@@ -52,6 +52,15 @@ def test_the_lint_requires_a_comment_on_each_view_column(tmp_path):
     assert problems == ["column memsub.v.n has no comment on", "column memsub.v.timestamp has no comment on"]
 
 
+def test_the_lint_requires_a_comment_on_a_column_a_rerunnable_migration_adds(tmp_path):
+    """"add column if not exists c" adds c (it named the column "if" before, and no comment could satisfy that)."""
+    source = tmp_path / "c.sql"
+    source.write_text("alter table memsub.t add column if not exists c uuid;\n"
+                      "alter table memsub.t add column if not exists d uuid;\n"
+                      "comment on column memsub.t.d is 'x';\n")
+    assert [problem.message for problem in lint([source])] == ["column memsub.t.c has no comment on"]
+
+
 def test_the_reference_shows_which_arguments_may_be_left_out(db):
     """A caller in psql or another language learns from the reference which arguments have a default: those may
     be left out, by position from the end and by name in any combination (docs/client.md)."""
