@@ -26,8 +26,9 @@ drop function if exists memsub._session_referred(text);
 --                  session (a task, an agent, a checkpoint, a memory entry or an audit row of it). FOR UPDATE
 --                  waited for those, and two workers that each referred to the session and then appended an
 --                  event deadlocked.
---   update         memsub.session_terminate: the one lock that waits for the transactions referring to the
---                  session and keeps new ones out until the termination commits.
+--   update         memsub.session_terminate and memsub.session_delete: the one lock that waits for the
+--                  transactions referring to the session and keeps new ones out until the termination or the
+--                  deletion commits.
 create or replace function memsub._session_lookup(
     p_session_id text,
     p_lock       text default null,
@@ -463,14 +464,24 @@ begin
         raise exception 'memsub.session_delete needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'session_id';
     end if;
-    v_session := memsub._session_lookup(p_session_id, 'no key update');
+    -- FOR UPDATE, as session_terminate locks it: it waits for the transactions referring to the session (a task
+    -- created or linked in it, an agent spawned into it, a checkpoint of its task) and keeps new ones out, so the
+    -- rows marked below are all the rows of the session.
+    v_session := memsub._session_lookup(p_session_id, 'update');
     perform memsub._audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', v_session.event_count));
     -- Its events go with it (session_events_session_fkey cascades); the checkpoints stay, without the copies of
     -- its state (no session would decide any more who may read them).
-    update memsub.checkpoints c set session_state = null
-     where c.tenant_id = v_session.tenant_id and c.session_id = v_session.id and c.session_state is not null;
+    -- Its tasks, agents and checkpoints stay, and stay its user's: the foreign keys set their session_id to NULL,
+    -- which alone would make them the organization's (task_session_access, agent_session_access,
+    -- checkpoint_session_access read deleted_session_user_id). The admin context reaches every organization's.
+    update memsub.checkpoints c set session_state = null, deleted_session_user_id = v_session.user_id
+     where c.tenant_id = v_session.tenant_id and c.session_id = v_session.id;
+    update memsub.tasks t set deleted_session_user_id = v_session.user_id
+     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id;
+    update memsub.agents a set deleted_session_user_id = v_session.user_id
+     where a.tenant_id = v_session.tenant_id and a.session_id = v_session.id;
     delete from memsub.sessions s where s.tenant_id = v_session.tenant_id and s.id = v_session.id;
     return found;
 end
@@ -478,7 +489,9 @@ $$;
 comment on function memsub.session_delete(text) is
     'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory '
     'entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2); checkpoints lose their copy '
-    'of its state. Audited as session_delete.';
+    'of its state, and its tasks, agents and checkpoints record the session''s user in deleted_session_user_id, '
+    'which keeps them readable by that user and admins only. Waits for the transactions referring to the session. '
+    'Audited as session_delete.';
 
 create or replace function memsub.session_get_events(
     p_session_id     text,

@@ -271,19 +271,30 @@ call memsub._install_row_security('memsub.agents', array['org']);
 -- A task or agent created in a session carries that session's work (a task's payload, result and error, an
 -- agent's metadata), so it is visible where its session is: to the session's user, to the context whose session_id
 -- names it and to admins (the policies of memsub.sessions, applied to the sub-select), as a checkpoint holding the
--- session's state is (sql/730_checkpoints.sql). A task or agent outside any session is the organization's.
+-- session's state is (sql/730_checkpoints.sql). When memsub.session_delete deletes the session, it writes the
+-- session's user into deleted_session_user_id: the row stays that user's and admins', never the organization's
+-- (the foreign key sets session_id to NULL, and a context naming the deleted id, or a new session given that id,
+-- reaches nothing). A task or agent that never was in a session is the organization's.
 call memsub._ensure_policy('memsub.tasks', 'task_session_access', $create$create policy task_session_access on memsub.tasks as restrictive for all to public
-    using (session_id is null
-           or exists (select from memsub.sessions s where s.tenant_id = tasks.tenant_id and s.id = tasks.session_id))$create$);
+    using ((session_id is null
+            or exists (select from memsub.sessions s where s.tenant_id = tasks.tenant_id and s.id = tasks.session_id))
+           and (deleted_session_user_id is null
+                or deleted_session_user_id = (select memsub.current_user_id())
+                or (select memsub._caller_is_admin())))$create$);
 comment on policy task_session_access on memsub.tasks is
     'A task of a session is visible where that session is: to its user, to the context whose session_id names it, '
-    'and to admins; a task without a session passes.';
+    'and to admins; a task of a deleted session to that session''s user (deleted_session_user_id) and admins; a '
+    'task that never was in a session passes.';
 call memsub._ensure_policy('memsub.agents', 'agent_session_access', $create$create policy agent_session_access on memsub.agents as restrictive for all to public
-    using (session_id is null
-           or exists (select from memsub.sessions s where s.tenant_id = agents.tenant_id and s.id = agents.session_id))$create$);
+    using ((session_id is null
+            or exists (select from memsub.sessions s where s.tenant_id = agents.tenant_id and s.id = agents.session_id))
+           and (deleted_session_user_id is null
+                or deleted_session_user_id = (select memsub.current_user_id())
+                or (select memsub._caller_is_admin())))$create$);
 comment on policy agent_session_access on memsub.agents is
     'An agent of a session is visible where that session is: to its user, to the context whose session_id names '
-    'it, and to admins; an agent without a session passes.';
+    'it, and to admins; an agent of a deleted session to that session''s user (deleted_session_user_id) and '
+    'admins; an agent that never was in a session passes.';
 
 grant select on memsub.tasks, memsub.agents to memsub_app, memsub_analyst;
 grant execute on function

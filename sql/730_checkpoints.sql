@@ -116,13 +116,19 @@ call memsub._install_row_security('memsub.checkpoints', array['org']);
 
 -- A checkpoint's copy of its session's state is that session's: a checkpoint holding one is visible where the
 -- session is (its user, the context naming it, admins: sessions' own policies decide, through the subquery).
+-- memsub.session_delete drops the copy and writes the session's user into deleted_session_user_id: the
+-- checkpoint (its task state, as private as its task) stays that user's and admins'.
 call memsub._ensure_policy('memsub.checkpoints', 'checkpoint_session_access', $create$create policy checkpoint_session_access on memsub.checkpoints as restrictive for all to public
-    using (session_state is null
-           or exists (select from memsub.sessions s
-                       where s.tenant_id = checkpoints.tenant_id and s.id = checkpoints.session_id))$create$);
+    using ((session_state is null
+            or exists (select from memsub.sessions s
+                        where s.tenant_id = checkpoints.tenant_id and s.id = checkpoints.session_id))
+           and (deleted_session_user_id is null
+                or deleted_session_user_id = (select memsub.current_user_id())
+                or (select memsub._caller_is_admin())))$create$);
 comment on policy checkpoint_session_access on memsub.checkpoints is
     'A checkpoint holding a copy of a session''s state is visible where that session is: to its user, to the '
-    'context whose session_id names it, and to admins.';
+    'context whose session_id names it, and to admins; a checkpoint of a deleted session to that session''s user '
+    '(deleted_session_user_id) and admins.';
 
 grant select on memsub.checkpoints to memsub_app, memsub_analyst;
 grant execute on function memsub.checkpoint_save(bigint, jsonb, text), memsub.checkpoint_restore(uuid)

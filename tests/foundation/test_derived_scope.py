@@ -79,3 +79,55 @@ def test_derived_rows_keep_the_scope_docs_security_states(db: Any) -> None:
     assert seen["carol"] == {"packet_store": 0, "memory_embeddings": 0, "reasoning_traces": 0,
                              "memory_access_log": 0, "search": 0, "thread": [(private,)], "get_thread": 0,
                              "parents": [], "fact": 1, "task_reflection": 0}
+
+
+def _session_work_seen(conn: Any) -> dict[str, int]:
+    """How many of the session's task, agent and checkpoint rows (each carries SECRET) the context reads."""
+    return {table: conn.execute(f"select count(*) from memsub.{table} t "  # noqa: S608
+                                "where to_jsonb(t)::text like %s", [f"%{SECRET}%"]).fetchone()[0]
+            for table in ("tasks", "agents", "checkpoints")}
+
+
+def test_a_deleted_sessions_tasks_agents_and_checkpoints_stay_its_users(db: Any) -> None:
+    """A task, agent and checkpoint made in Alice's session are read where the session is; once an admin deletes
+    the session they stay Alice's (and admins'): Bob, another user of her organization, reads none of them, with
+    no session in his context, naming the deleted session, or in a new session he creates with the same id.
+    Before 2.50.0 the foreign key set their session_id to NULL and Bob read all three (1 each, not 0)."""
+    nothing = {"tasks": 0, "agents": 0, "checkpoints": 0}
+    everything = {"tasks": 1, "agents": 1, "checkpoints": 1}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
+        conn.execute("select memsub.session_create('alice-s')")
+        task = conn.execute("select id from memsub.task_create('plan', %s::jsonb, 'alice-s')",
+                            [json.dumps({"text": SECRET})]).fetchone()[0]
+        conn.execute("select memsub.agent_spawn('planner', %s, p_metadata => %s::jsonb)",
+                     [task, json.dumps({"text": SECRET})])
+        conn.execute("select memsub.checkpoint_save(%s, %s::jsonb)", [task, json.dumps({"text": SECRET})])
+        conn.commit()
+        set_context(conn, TENANT_A, ORG_1, BOB)
+        assert _session_work_seen(conn) == nothing
+        conn.rollback()
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, ORG_1, roles=["tenant_admin"])
+        assert admin.execute("select memsub.session_delete('alice-s')").fetchone()[0] is True
+        admin.commit()
+    with db.connect("app") as conn:
+        for session in (None, "alice-s"):
+            set_context(conn, TENANT_A, ORG_1, BOB, session=session)
+            assert _session_work_seen(conn) == nothing, session
+            conn.rollback()
+        set_context(conn, TENANT_A, ORG_1, BOB, session="alice-s")
+        conn.execute("select memsub.session_create('alice-s')")
+        conn.commit()
+        assert _session_work_seen(conn) == nothing
+        conn.rollback()
+        set_context(conn, TENANT_A, ORG_1, CAROL)
+        assert _session_work_seen(conn) == nothing
+        conn.rollback()
+        set_context(conn, TENANT_A, ORG_1, ALICE)
+        assert _session_work_seen(conn) == everything
+        conn.rollback()
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, ORG_1, roles=["tenant_admin"])
+        assert _session_work_seen(admin) == everything
+

@@ -926,6 +926,42 @@ def _check_erasure_record(dsn: str, _: Any = None) -> None:
     assert records == [(uuid.UUID(int=1), deleted)]
 
 
+def _session_work_before_2_50_0(dsn: str, migrator: Migrator) -> None:
+    """A database at the release before 2.50.0 with a user's session holding a task, an agent and a checkpoint
+    (written as the release's functions would; its functions are applied only after the last migration)."""
+    versions = [m.version_text for m in migrator.migrations]
+    migrator.migrate(versions[versions.index("2.50.0") - 1])
+    tenant, alice = uuid.UUID(int=1), uuid.UUID(int=7)
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("insert into memsub.sessions (tenant_id, id, user_id) values (%s, 's1', %s)", [tenant, alice])
+        task = conn.execute("insert into memsub.tasks (tenant_id, user_id, type, payload, session_id) "
+                            "values (%s, %s, 'plan', '{\"secret\": 1}', 's1') returning id",
+                            [tenant, alice]).fetchone()[0]
+        conn.execute("insert into memsub.agents (tenant_id, user_id, name, session_id, task_id) "
+                     "values (%s, %s, 'planner', 's1', %s)", [tenant, alice, task])
+        conn.execute("insert into memsub.checkpoints (tenant_id, user_id, task_id, session_id, sequence, state, "
+                     "session_state) values (%s, %s, %s, 's1', 1, '{\"secret\": 1}', '{}')", [tenant, alice, task])
+
+
+def _check_deleted_session_work(dsn: str, _: Any = None) -> None:
+    """After 2.50.0 deleting the session leaves its rows to its user, not to another user of the organization."""
+    tenant, alice, bob = uuid.UUID(int=1), uuid.UUID(int=7), uuid.UUID(int=8)
+    tables = ("tasks", "agents", "checkpoints")
+    with psycopg.connect(dsn) as conn:  # as the product's roles (the superuser would bypass row-level security)
+        conn.execute("set role memsub_tenant_admin")
+        conn.execute("select memsub.set_context(%s, null, null, array['tenant_admin'], null)", [tenant])
+        conn.execute("select memsub.session_delete('s1')")
+        conn.commit()
+        seen = {}
+        for name, user in (("alice", alice), ("bob", bob)):
+            conn.execute("set role memsub_app")
+            conn.execute("select memsub.set_context(%s, null, %s, '{}', null)", [tenant, user])
+            seen[name] = [conn.execute(f"select count(*) from memsub.{t}").fetchone()[0]  # noqa: S608
+                          for t in tables]
+            conn.rollback()
+    assert seen == {"alice": [1, 1, 1], "bob": [0, 0, 0]}
+
+
 def _adk_memories_before_2_52_0(dsn: str, migrator: Migrator) -> None:
     """A database at the release before 2.52.0 holding an ADK memory whose text spells "café" with a combining
     accent (stored with the word "cafe", as _adk_words cut it then) and one whose text is composed already."""
@@ -972,6 +1008,8 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.47.0 rebuilds two materialized views and fills them again": (_views_before_2_47_0, _check_views_2_47_0),
     "2.48.0 keeps a user's access records for that user": (_user_accesses_before_2_48_0, _check_user_accesses),
     "2.49.0 records each tenant erasure": (_before_2_49_0, _check_erasure_record),
+    "2.50.0 keeps a deleted session's tasks, agents and checkpoints for its user": (_session_work_before_2_50_0,
+                                                                                   _check_deleted_session_work),
     "2.52.0 takes an ADK memory's words from its composed text": (_adk_memories_before_2_52_0,
                                                                    _check_adk_memory_words),
 }
