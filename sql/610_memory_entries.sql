@@ -6,7 +6,8 @@
 --   project:<project id>[:...]   read: everyone in the tenant   write: tenant_admin / platform_admin context
 --   app:<app name>[:...]         read: everyone in the tenant   write: tenant_admin / platform_admin context
 --   user:<user id>[:...]         read/write: the context user (user id = its UUID in canonical text)
---   session:<session id>[:...]   read/write: the context session
+--   session:<session id>[:...]   read/write: the context session, unless it is a session the context cannot see
+--                                (another organization's: memsub._context_session_namespace)
 --   temp:...                     never stored here: sessions.state only
 -- Admin contexts read and write every namespace of the tenant. The functions check the rules and name the
 -- offending field; the row-level security policies enforce the same rules underneath.
@@ -53,6 +54,36 @@ $$;
 comment on function memsub._check_memory_address(text, text) is
     'Internal: validates a memory namespace and key (22023/23502 naming namespace or key; temp: is rejected).';
 
+-- The context's session id names its session: namespace only where the context may see that session. A context
+-- naming a session of another organization (which the sessions' org_isolation policy hides from it) reads and
+-- writes none of its memory, as it reads and writes none of its state; an id that no session of the tenant has
+-- names the namespace of the contexts naming it, as before sessions existed. Owned by memsub_retrieval_owner
+-- (BYPASSRLS) to tell a hidden session from no session: it returns the context's own session id or NULL.
+create or replace function memsub._context_session_namespace() returns text
+language sql stable security definer parallel safe
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select c.session_id
+      from (select memsub.current_session_id() as session_id) c
+     where not exists (select from memsub.sessions s
+                        where s.tenant_id = memsub.current_tenant_id() and s.id = c.session_id
+                          and s.org_id is distinct from memsub.current_org_id() and s.org_id is not null
+                          and not memsub._caller_is_admin())
+$$;
+alter function memsub._context_session_namespace() owner to memsub_retrieval_owner;
+comment on function memsub._context_session_namespace() is
+    'Internal: the context''s session id when its session:<id> memory is the context''s (the session of that id is '
+    'visible to the context, or the tenant has no session of that id), else NULL (the session is of another '
+    'organization). Owned by memsub_retrieval_owner (BYPASSRLS), so that a hidden session counts; returns no '
+    'more than the context''s own session id. Read by the memory_entries policies and functions.';
+grant select on memsub.sessions to memsub_retrieval_owner;
+grant execute on function memsub.current_session_id(), memsub.current_tenant_id(), memsub.current_org_id(),
+    memsub._caller_is_admin()
+    to memsub_retrieval_owner;
+-- Every role whose reads and writes of memory_entries the policies check: the logins' group roles and memsub_owner,
+-- whose SECURITY DEFINER functions write the entries (memsub_expiry_owner's grant is sql/960_tenant_erasure.sql's).
+grant execute on function memsub._context_session_namespace() to memsub_app, memsub_analyst, memsub_owner;
+
 create or replace function memsub._memory_namespace_writable(p_namespace text) returns boolean
 language sql stable security invoker parallel safe
 set search_path = pg_catalog, memsub, pg_temp
@@ -60,13 +91,14 @@ as $$
     -- Never NULL: a context without a user or session owns no user: or session: namespace (false, not unknown).
     select coalesce(case split_part(p_namespace, ':', 1)
                         when 'user' then split_part(p_namespace, ':', 2) = memsub.current_user_id()::text
-                        when 'session' then split_part(p_namespace, ':', 2) = memsub.current_session_id()
+                        when 'session' then split_part(p_namespace, ':', 2) = memsub._context_session_namespace()
                         else false
                     end, false)
         or memsub._caller_is_admin()
 $$;
 comment on function memsub._memory_namespace_writable(text) is
-    'True when the current context may write the namespace: its own user: and session: namespaces, or any '
+    'True when the current context may write the namespace: its own user: namespace and its session''s session: '
+    'namespace (memsub._context_session_namespace: not a session of another organization), or any '
     'namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
 
 create or replace function memsub._raise_stale_memory_write(p_namespace text, p_key text, p_reason text,
@@ -505,7 +537,7 @@ as $$
 declare
     v_tenant  uuid := memsub._require_tenant_id();
     v_user    text := memsub.current_user_id()::text;
-    v_session text := memsub.current_session_id();
+    v_session text := memsub._context_session_namespace();
     v_admin   boolean := memsub._caller_is_admin();
 begin
     perform memsub._check_count(p_limit, 'max_k', 'limit');
@@ -620,22 +652,23 @@ call memsub._install_row_security('memsub.memory_entries', array[]::text[]);
 call memsub._ensure_policy('memsub.memory_entries', 'namespace_visibility', $create$create policy namespace_visibility on memsub.memory_entries as restrictive for all to public
     using (namespace_kind in ('app', 'project')
            or (namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
-           or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
+           or (namespace_kind = 'session' and namespace_owner = (select memsub._context_session_namespace()))
            or (select memsub._caller_is_admin()))$create$);
 comment on policy namespace_visibility on memsub.memory_entries is
-    'Read rules: app: and project: entries for the whole tenant, user:<id> for that user, session:<id> for that '
-    'session; admins pass.';
+    'Read rules: app: and project: entries for the whole tenant, user:<id> for that user, session:<id> for the '
+    'context naming that session where the session is visible to it (memsub._context_session_namespace); admins '
+    'pass.';
 
 call memsub._ensure_policy('memsub.memory_entries', 'namespace_insert', $create$create policy namespace_insert on memsub.memory_entries as restrictive for insert to public
     with check ((namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
-                or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
+                or (namespace_kind = 'session' and namespace_owner = (select memsub._context_session_namespace()))
                 or (select memsub._caller_is_admin()))$create$);
 comment on policy namespace_insert on memsub.memory_entries is
     'Write rules: a context writes its own user: and session: namespaces; app: and project: need tenant_admin or platform_admin.';
 
 call memsub._ensure_policy('memsub.memory_entries', 'namespace_update', $create$create policy namespace_update on memsub.memory_entries as restrictive for update to public
     using ((namespace_kind = 'user' and namespace_owner = (select memsub.current_user_id()::text))
-           or (namespace_kind = 'session' and namespace_owner = (select memsub.current_session_id()))
+           or (namespace_kind = 'session' and namespace_owner = (select memsub._context_session_namespace()))
            or (select memsub._caller_is_admin()))$create$);
 comment on policy namespace_update on memsub.memory_entries is
     'Soft deletes and consolidation marks follow the write rules (own user: and session: namespaces; admins anywhere).';

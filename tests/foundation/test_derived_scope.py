@@ -8,6 +8,9 @@ import json
 import uuid
 from typing import Any
 
+import psycopg
+import pytest
+
 from helpers import TENANT_A, set_context, write
 from layer_helpers import vec
 
@@ -131,3 +134,52 @@ def test_a_deleted_sessions_tasks_agents_and_checkpoints_stay_its_users(db: Any)
         set_context(admin, TENANT_A, ORG_1, roles=["tenant_admin"])
         assert _session_work_seen(admin) == everything
 
+
+def _session_memory_seen(conn: Any, session: str) -> dict[str, int]:
+    """What the context reads of a session's session:<id> memory (every entry carries SECRET) and of the session."""
+    namespace = f"session:{session}:notes"
+    return {
+        "sessions": conn.execute("select count(*) from memsub.sessions where id = %s", [session]).fetchone()[0],
+        "memory_entries": conn.execute("select count(*) from memsub.memory_entries where namespace = %s",
+                                       [namespace]).fetchone()[0],
+        "memory_get": conn.execute("select count(*) from memsub.memory_get(%s, 'plan')", [namespace]).fetchone()[0],
+        "memory_list": conn.execute("select count(*) from memsub.memory_list(%s)", [namespace]).fetchone()[0],
+        "memory_search": conn.execute("select count(*) from memsub.memory_search(%s, p_namespace_prefix => %s)",
+                                      [SECRET, namespace]).fetchone()[0],
+    }
+
+
+def test_session_memory_is_read_and_written_only_where_its_session_is_visible(db: Any) -> None:
+    """session:<id> memory is read and written by a context naming the session, but only where that session is
+    visible: a user of another organization of the tenant who names Alice's session (which he cannot see) reads
+    none of its memory and writes none (42501 naming namespace), as he neither reads nor writes the session's
+    state. Before 2.50.0 the memory policies compared the namespace with the context's session id alone, and
+    Carol read Alice's entry (1 row in each read, not 0) and wrote into her namespace. Another user of Alice's
+    organization naming the session acts in it, as in its state; a session id that no session has still names a
+    namespace of the contexts naming it."""
+    every = {"sessions": 1, "memory_entries": 1, "memory_get": 1, "memory_list": 1, "memory_search": 1}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
+        conn.execute("select memsub.session_create('alice-s')")
+        conn.execute("select memsub.memory_write('session:alice-s:notes', 'plan', %s::jsonb)",
+                     [json.dumps(SECRET)])
+        conn.commit()
+        set_context(conn, TENANT_A, ORG_2, CAROL, session="alice-s")
+        assert _session_memory_seen(conn, "alice-s") == dict.fromkeys(every, 0)
+        conn.rollback()
+        set_context(conn, TENANT_A, ORG_2, CAROL, session="alice-s")
+        with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+            conn.execute("select memsub.memory_write('session:alice-s:notes', 'more', '1')")
+        assert refused.value.diag.column_name == "namespace"
+        conn.rollback()
+        set_context(conn, TENANT_A, ORG_1, BOB, session="alice-s")
+        assert _session_memory_seen(conn, "alice-s") == every
+        conn.rollback()
+        set_context(conn, TENANT_A, ORG_2, CAROL, session="no-such-session")
+        conn.execute("select memsub.memory_write('session:no-such-session:notes', 'plan', %s::jsonb)",
+                     [json.dumps(SECRET)])
+        assert _session_memory_seen(conn, "no-such-session") == {**every, "sessions": 0}
+        conn.rollback()
+    with db.connect() as superuser:
+        written = superuser.execute("select namespace, key from memsub.memory_entries").fetchall()
+    assert written == [("session:alice-s:notes", "plan")]
