@@ -6,7 +6,9 @@
 -- security, writing under the caller's tenant context. A referenced packet must be visible to the caller
 -- (another tenant's or another user's private packet is indistinguishable from a missing one: 23503,
 -- memsub._visible_packet). Rows linked to a packet take the packet's identity, scope and expiry, so they are
--- exactly as visible as the packet.
+-- exactly as visible as the packet. A row without a packet is shared with the context's organization, as a packet
+-- written without a scope is: a context has no scope of its own, each write states one, and these functions take
+-- none (a private event or trace is recorded with the private packet it belongs to).
 
 create or replace function memsub.record_event(
     p_agent_id   text,
@@ -50,7 +52,8 @@ end
 $$;
 comment on function memsub.record_event(text, text, jsonb, uuid, timestamptz) is
     'Records an agent event, optionally linked to a visible packet (then it takes the packet''s time, identity, '
-    'scope and expiry).';
+    'scope and expiry). Without a packet it is shared, read by the context''s organization as a packet written '
+    'without a scope is; a private event is recorded with a private packet.';
 
 create or replace function memsub.record_reasoning_trace(
     p_agent_id           text,
@@ -108,7 +111,8 @@ end
 $$;
 comment on function memsub.record_reasoning_trace(text, uuid, jsonb, jsonb, jsonb, integer, integer, jsonb) is
     'Records a reasoning trace (steps, extracted features, inference steps, token counts, confidence scores), '
-    'optionally for a visible packet whose identity, scope and expiry it takes.';
+    'optionally for a visible packet whose identity, scope and expiry it takes; without a packet it is shared, '
+    'read by the context''s organization as a packet written without a scope is.';
 
 call memsub._install_row_security('memsub.agent_memory_events', array['org', 'user']);
 call memsub._install_row_security('memsub.reasoning_traces', array['org', 'user']);

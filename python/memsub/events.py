@@ -59,7 +59,8 @@ class AccessLogEntry(TenantRow):
 
 def record_event(agent_id: str, event_type: str, content: Any = None, *, packet_id: UUID | str | None = None,
                  timestamp: datetime | None = None) -> Call[AgentEvent]:
-    """Record an agent event (memsub.record_event)."""
+    """Record an agent event (memsub.record_event). With ``packet_id`` it takes that packet's scope; without one
+    it is shared with the context's organization, as a packet written without a scope is."""
     return function("record_event", {"agent_id": agent_id, "event_type": event_type, "content": json_or_none(content),
                                      "packet_id": packet_id, "timestamp": timestamp}, one(AgentEvent))
 

@@ -183,3 +183,29 @@ def test_session_memory_is_read_and_written_only_where_its_session_is_visible(db
     with db.connect() as superuser:
         written = superuser.execute("select namespace, key from memsub.memory_entries").fetchall()
     assert written == [("session:alice-s:notes", "plan")]
+
+
+def test_an_event_or_trace_is_as_private_as_the_packet_it_is_recorded_with(db: Any) -> None:
+    """An agent event or reasoning trace takes the scope of the packet it is recorded with; recorded without one it
+    is shared, read by the writer's organization as a packet written without a scope is, whatever session the
+    context is in (record_event and record_reasoning_trace have no scope argument of their own). A private event
+    is recorded with a private packet."""
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
+        private = write(conn, {"packet_type": "diary", "scope": "l-private", "payload": {"text": "x"}})["packet_id"]
+        for label, packet in (("with-private-packet", private), ("without-packet", None)):
+            conn.execute("select memsub.record_event('planner', %s, %s::jsonb, %s)",
+                         [label, json.dumps({"text": SECRET}), packet])
+            conn.execute("select memsub.record_reasoning_trace('planner', %s, %s::jsonb)",
+                         [packet, json.dumps([label, SECRET])])
+        conn.commit()
+        seen = {}
+        for name, org, user in [("alice", ORG_1, ALICE), ("bob", ORG_1, BOB), ("carol", ORG_2, CAROL)]:
+            set_context(conn, TENANT_A, org, user, session=f"{name}-s")
+            seen[name] = (
+                sorted(r[0] for r in conn.execute("select event_type from memsub.agent_memory_events")),
+                sorted(r[0] for r in conn.execute("select steps ->> 0 from memsub.reasoning_traces")),
+            )
+            conn.rollback()
+    both = ["with-private-packet", "without-packet"]
+    assert seen == {"alice": (both, both), "bob": (["without-packet"], ["without-packet"]), "carol": ([], [])}
