@@ -101,6 +101,8 @@ class Task(BaseModel):
     completed_at: datetime | None
     session_id: str | None
     parent_task_id: int | None
+    deleted_session_user_id: UUID | None = None
+    """User of the session deleted under it (memsub.session_delete): the row stays that user's and admins'."""
 
 
 class Agent(BaseModel):
@@ -116,6 +118,8 @@ class Agent(BaseModel):
     task_id: int | None
     metadata: dict[str, Any]
     created_at: datetime
+    deleted_session_user_id: UUID | None = None
+    """User of the session deleted under it (memsub.session_delete): the row stays that user's and admins'."""
 
 
 class Checkpoint(BaseModel):
@@ -132,6 +136,8 @@ class Checkpoint(BaseModel):
     state: Any
     session_state: dict[str, Any] | None
     created_at: datetime
+    deleted_session_user_id: UUID | None = None
+    """User of the session deleted under it (memsub.session_delete): the row stays that user's and admins'."""
 
 
 # Sessions -------------------------------------------------------------------------------------------------
