@@ -1779,6 +1779,22 @@ ALTER FUNCTION memsub._context_mac(p_key_id text, p_message text) OWNER TO memsu
 
 COMMENT ON FUNCTION memsub._context_mac(p_key_id text, p_message text) IS 'HMAC-SHA256 of a message under a stored context key; NULL when the key does not exist. Granted to nobody: only memsub''s SECURITY DEFINER context functions may compute MACs.';
 
+CREATE FUNCTION memsub._context_session_namespace() RETURNS text
+    LANGUAGE sql STABLE SECURITY DEFINER PARALLEL SAFE
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select c.session_id
+      from (select memsub.current_session_id() as session_id) c
+     where not exists (select from memsub.sessions s
+                        where s.tenant_id = memsub.current_tenant_id() and s.id = c.session_id
+                          and s.org_id is distinct from memsub.current_org_id() and s.org_id is not null
+                          and not memsub._caller_is_admin())
+$$;
+
+ALTER FUNCTION memsub._context_session_namespace() OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._context_session_namespace() IS 'Internal: the context''s session id when its session:<id> memory is the context''s (the session of that id is visible to the context, or the tenant has no session of that id), else NULL (the session is of another organization). Owned by memsub_retrieval_owner (BYPASSRLS), so that a hidden session counts; returns no more than the context''s own session id. Read by the memory_entries policies and functions.';
+
 CREATE FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) RETURNS bigint
     LANGUAGE plpgsql STABLE SECURITY DEFINER
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -3606,7 +3622,7 @@ CREATE FUNCTION memsub._memory_namespace_writable(p_namespace text) RETURNS bool
     -- Never NULL: a context without a user or session owns no user: or session: namespace (false, not unknown).
     select coalesce(case split_part(p_namespace, ':', 1)
                         when 'user' then split_part(p_namespace, ':', 2) = memsub.current_user_id()::text
-                        when 'session' then split_part(p_namespace, ':', 2) = memsub.current_session_id()
+                        when 'session' then split_part(p_namespace, ':', 2) = memsub._context_session_namespace()
                         else false
                     end, false)
         or memsub._caller_is_admin()
@@ -3614,7 +3630,7 @@ $$;
 
 ALTER FUNCTION memsub._memory_namespace_writable(p_namespace text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._memory_namespace_writable(p_namespace text) IS 'True when the current context may write the namespace: its own user: and session: namespaces, or any namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
+COMMENT ON FUNCTION memsub._memory_namespace_writable(p_namespace text) IS 'True when the current context may write the namespace: its own user: namespace and its session''s session: namespace (memsub._context_session_namespace: not a session of another organization), or any namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
 
 CREATE FUNCTION memsub._memory_view_names() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -3634,7 +3650,7 @@ CREATE FUNCTION memsub._memory_word_candidates(p_query tsquery, p_namespace_pref
 declare
     v_tenant  uuid := memsub._require_tenant_id();
     v_user    text := memsub.current_user_id()::text;
-    v_session text := memsub.current_session_id();
+    v_session text := memsub._context_session_namespace();
     v_admin   boolean := memsub._caller_is_admin();
 begin
     perform memsub._check_count(p_limit, 'max_k', 'limit');
@@ -5537,6 +5553,7 @@ CREATE TABLE memsub.tasks (
     completed_at timestamp with time zone,
     session_id text,
     parent_task_id bigint,
+    deleted_session_user_id uuid,
     CONSTRAINT tasks_completed_consistent CHECK (((status = ANY (memsub.task_final_statuses())) = (completed_at IS NOT NULL))),
     CONSTRAINT tasks_not_own_parent CHECK ((parent_task_id IS DISTINCT FROM id)),
     CONSTRAINT tasks_status_check CHECK ((status = ANY (memsub.task_statuses()))),
@@ -5574,6 +5591,8 @@ COMMENT ON COLUMN memsub.tasks.completed_at IS 'When the task reached a final st
 COMMENT ON COLUMN memsub.tasks.session_id IS 'Session the task runs in; NULL for tasks without a session or whose session was deleted.';
 
 COMMENT ON COLUMN memsub.tasks.parent_task_id IS 'Parent task of a sub-task (must exist when the sub-task is created).';
+
+COMMENT ON COLUMN memsub.tasks.deleted_session_user_id IS 'User of the session the task was in when memsub.session_delete deleted that session (NULL otherwise): the task stays readable by that user and admins only, as it was while the session existed.';
 
 CREATE FUNCTION memsub._task_lookup(p_task_id bigint, p_for_update boolean, p_errcode text) RETURNS memsub.tasks
     LANGUAGE plpgsql
@@ -6309,6 +6328,7 @@ CREATE TABLE memsub.agents (
     task_id bigint,
     metadata jsonb DEFAULT '{}'::jsonb NOT NULL,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    deleted_session_user_id uuid,
     CONSTRAINT agents_metadata_is_object CHECK ((jsonb_typeof(metadata) = 'object'::text)),
     CONSTRAINT agents_name_not_blank CHECK ((length(btrim(name)) > 0)),
     CONSTRAINT agents_status_check CHECK ((status = ANY (memsub.agent_statuses())))
@@ -6339,6 +6359,8 @@ COMMENT ON COLUMN memsub.agents.task_id IS 'Task the agent was spawned for.';
 COMMENT ON COLUMN memsub.agents.metadata IS 'Free-form agent metadata (JSON object).';
 
 COMMENT ON COLUMN memsub.agents.created_at IS 'When the agent was spawned.';
+
+COMMENT ON COLUMN memsub.agents.deleted_session_user_id IS 'User of the session the agent was in when memsub.session_delete deleted that session (NULL otherwise): the agent stays readable by that user and admins only, as it was while the session existed.';
 
 CREATE FUNCTION memsub.agent_spawn(p_name text, p_task_id bigint, p_session_id text DEFAULT NULL::text, p_metadata jsonb DEFAULT '{}'::jsonb) RETURNS memsub.agents
     LANGUAGE plpgsql SECURITY DEFINER
@@ -6803,6 +6825,7 @@ CREATE TABLE memsub.checkpoints (
     state jsonb NOT NULL,
     session_state jsonb,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    deleted_session_user_id uuid,
     CONSTRAINT checkpoints_sequence_positive CHECK ((sequence >= 1))
 );
 
@@ -6833,6 +6856,8 @@ COMMENT ON COLUMN memsub.checkpoints.state IS 'Saved task state (JSON).';
 COMMENT ON COLUMN memsub.checkpoints.session_state IS 'The session''s state when the checkpoint was saved; restored into the session by memsub.checkpoint_restore.';
 
 COMMENT ON COLUMN memsub.checkpoints.created_at IS 'When the checkpoint was saved.';
+
+COMMENT ON COLUMN memsub.checkpoints.deleted_session_user_id IS 'User of the checkpoint''s session when memsub.session_delete deleted that session (NULL otherwise): the checkpoint (its task state) stays readable by that user and admins only, as it was while the session existed.';
 
 CREATE FUNCTION memsub.checkpoint_restore(p_checkpoint_id uuid) RETURNS memsub.checkpoints
     LANGUAGE plpgsql SECURITY DEFINER
@@ -10500,7 +10525,7 @@ $$;
 
 ALTER FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb, p_packet_id uuid, p_timestamp timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb, p_packet_id uuid, p_timestamp timestamp with time zone) IS 'Records an agent event, optionally linked to a visible packet (then it takes the packet''s time, identity, scope and expiry).';
+COMMENT ON FUNCTION memsub.record_event(p_agent_id text, p_event_type text, p_content jsonb, p_packet_id uuid, p_timestamp timestamp with time zone) IS 'Records an agent event, optionally linked to a visible packet (then it takes the packet''s time, identity, scope and expiry). Without a packet it is shared, read by the context''s organization as a packet written without a scope is; a private event is recorded with a private packet.';
 
 CREATE FUNCTION memsub.record_feedback(p_access_id uuid, p_was_useful boolean, p_reason text DEFAULT NULL::text) RETURNS memsub.memory_access_log
     LANGUAGE plpgsql SECURITY DEFINER
@@ -10652,7 +10677,7 @@ $$;
 
 ALTER FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) IS 'Records a reasoning trace (steps, extracted features, inference steps, token counts, confidence scores), optionally for a visible packet whose identity, scope and expiry it takes.';
+COMMENT ON FUNCTION memsub.record_reasoning_trace(p_agent_id text, p_packet_id uuid, p_steps jsonb, p_extracted_features jsonb, p_inference_steps jsonb, p_reasoning_tokens integer, p_decision_tokens integer, p_confidence_scores jsonb) IS 'Records a reasoning trace (steps, extracted features, inference steps, token counts, confidence scores), optionally for a visible packet whose identity, scope and expiry it takes; without a packet it is shared, read by the context''s organization as a packet written without a scope is.';
 
 CREATE FUNCTION memsub.reflection_priorities() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -11580,14 +11605,24 @@ begin
         raise exception 'memsub.session_delete needs a tenant_admin or platform_admin context'
             using errcode = '42501', column = 'session_id';
     end if;
-    v_session := memsub._session_lookup(p_session_id, 'no key update');
+    -- FOR UPDATE, as session_terminate locks it: it waits for the transactions referring to the session (a task
+    -- created or linked in it, an agent spawned into it, a checkpoint of its task) and keeps new ones out, so the
+    -- rows marked below are all the rows of the session.
+    v_session := memsub._session_lookup(p_session_id, 'update');
     perform memsub._audit_record('session_delete', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('deleted_session_id', v_session.id, 'status', v_session.status,
                                         'events', v_session.event_count));
     -- Its events go with it (session_events_session_fkey cascades); the checkpoints stay, without the copies of
     -- its state (no session would decide any more who may read them).
-    update memsub.checkpoints c set session_state = null
-     where c.tenant_id = v_session.tenant_id and c.session_id = v_session.id and c.session_state is not null;
+    -- Its tasks, agents and checkpoints stay, and stay its user's: the foreign keys set their session_id to NULL,
+    -- which alone would make them the organization's (task_session_access, agent_session_access,
+    -- checkpoint_session_access read deleted_session_user_id). The admin context reaches every organization's.
+    update memsub.checkpoints c set session_state = null, deleted_session_user_id = v_session.user_id
+     where c.tenant_id = v_session.tenant_id and c.session_id = v_session.id;
+    update memsub.tasks t set deleted_session_user_id = v_session.user_id
+     where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id;
+    update memsub.agents a set deleted_session_user_id = v_session.user_id
+     where a.tenant_id = v_session.tenant_id and a.session_id = v_session.id;
     delete from memsub.sessions s where s.tenant_id = v_session.tenant_id and s.id = v_session.id;
     return found;
 end
@@ -11595,7 +11630,7 @@ $$;
 
 ALTER FUNCTION memsub.session_delete(p_session_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_delete(p_session_id text) IS 'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2); checkpoints lose their copy of its state. Audited as session_delete.';
+COMMENT ON FUNCTION memsub.session_delete(p_session_id text) IS 'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2); checkpoints lose their copy of its state, and its tasks, agents and checkpoints record the session''s user in deleted_session_user_id, which keeps them readable by that user and admins only. Waits for the transactions referring to the session. Audited as session_delete.';
 
 CREATE FUNCTION memsub.session_end_turn(p_session_id text) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -16915,11 +16950,11 @@ COMMENT ON POLICY admin_report_visibility ON memsub.importance_learning_runs IS 
 
 ALTER TABLE memsub.agent_memory_events ENABLE ROW LEVEL SECURITY;
 
-CREATE POLICY agent_session_access ON memsub.agents AS RESTRICTIVE USING (((session_id IS NULL) OR (EXISTS ( SELECT
+CREATE POLICY agent_session_access ON memsub.agents AS RESTRICTIVE USING ((((session_id IS NULL) OR (EXISTS ( SELECT
    FROM memsub.sessions s
-  WHERE ((s.tenant_id = agents.tenant_id) AND (s.id = agents.session_id))))));
+  WHERE ((s.tenant_id = agents.tenant_id) AND (s.id = agents.session_id))))) AND ((deleted_session_user_id IS NULL) OR (deleted_session_user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin))));
 
-COMMENT ON POLICY agent_session_access ON memsub.agents IS 'An agent of a session is visible where that session is: to its user, to the context whose session_id names it, and to admins; an agent without a session passes.';
+COMMENT ON POLICY agent_session_access ON memsub.agents IS 'An agent of a session is visible where that session is: to its user, to the context whose session_id names it, and to admins; an agent of a deleted session to that session''s user (deleted_session_user_id) and admins; an agent that never was in a session passes.';
 
 CREATE POLICY agent_session_context ON memsub.agent_session_items AS RESTRICTIVE USING (((NOT (org_id IS DISTINCT FROM ( SELECT memsub.current_org_id() AS current_org_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin))) WITH CHECK (((NOT (org_id IS DISTINCT FROM ( SELECT memsub.current_org_id() AS current_org_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
 
@@ -16941,11 +16976,11 @@ CREATE POLICY audit_namespace_visibility ON memsub.audit AS RESTRICTIVE FOR SELE
 
 COMMENT ON POLICY audit_namespace_visibility ON memsub.audit IS 'An audit row naming a user: or session: namespace is visible to that user, that session and admins, as the memory itself is.';
 
-CREATE POLICY checkpoint_session_access ON memsub.checkpoints AS RESTRICTIVE USING (((session_state IS NULL) OR (EXISTS ( SELECT
+CREATE POLICY checkpoint_session_access ON memsub.checkpoints AS RESTRICTIVE USING ((((session_state IS NULL) OR (EXISTS ( SELECT
    FROM memsub.sessions s
-  WHERE ((s.tenant_id = checkpoints.tenant_id) AND (s.id = checkpoints.session_id))))));
+  WHERE ((s.tenant_id = checkpoints.tenant_id) AND (s.id = checkpoints.session_id))))) AND ((deleted_session_user_id IS NULL) OR (deleted_session_user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin))));
 
-COMMENT ON POLICY checkpoint_session_access ON memsub.checkpoints IS 'A checkpoint holding a copy of a session''s state is visible where that session is: to its user, to the context whose session_id names it, and to admins.';
+COMMENT ON POLICY checkpoint_session_access ON memsub.checkpoints IS 'A checkpoint holding a copy of a session''s state is visible where that session is: to its user, to the context whose session_id names it, and to admins; a checkpoint of a deleted session to that session''s user (deleted_session_user_id) and admins.';
 
 ALTER TABLE memsub.checkpoints ENABLE ROW LEVEL SECURITY;
 
@@ -17007,17 +17042,17 @@ ALTER TABLE memsub.memory_entries ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.memory_summaries ENABLE ROW LEVEL SECURITY;
 
-CREATE POLICY namespace_insert ON memsub.memory_entries AS RESTRICTIVE FOR INSERT WITH CHECK ((((namespace_kind = 'user'::text) AND (namespace_owner = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((namespace_kind = 'session'::text) AND (namespace_owner = ( SELECT memsub.current_session_id() AS current_session_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+CREATE POLICY namespace_insert ON memsub.memory_entries AS RESTRICTIVE FOR INSERT WITH CHECK ((((namespace_kind = 'user'::text) AND (namespace_owner = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((namespace_kind = 'session'::text) AND (namespace_owner = ( SELECT memsub._context_session_namespace() AS _context_session_namespace))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
 
 COMMENT ON POLICY namespace_insert ON memsub.memory_entries IS 'Write rules: a context writes its own user: and session: namespaces; app: and project: need tenant_admin or platform_admin.';
 
-CREATE POLICY namespace_update ON memsub.memory_entries AS RESTRICTIVE FOR UPDATE USING ((((namespace_kind = 'user'::text) AND (namespace_owner = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((namespace_kind = 'session'::text) AND (namespace_owner = ( SELECT memsub.current_session_id() AS current_session_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+CREATE POLICY namespace_update ON memsub.memory_entries AS RESTRICTIVE FOR UPDATE USING ((((namespace_kind = 'user'::text) AND (namespace_owner = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((namespace_kind = 'session'::text) AND (namespace_owner = ( SELECT memsub._context_session_namespace() AS _context_session_namespace))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
 
 COMMENT ON POLICY namespace_update ON memsub.memory_entries IS 'Soft deletes and consolidation marks follow the write rules (own user: and session: namespaces; admins anywhere).';
 
-CREATE POLICY namespace_visibility ON memsub.memory_entries AS RESTRICTIVE USING (((namespace_kind = ANY (ARRAY['app'::text, 'project'::text])) OR ((namespace_kind = 'user'::text) AND (namespace_owner = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((namespace_kind = 'session'::text) AND (namespace_owner = ( SELECT memsub.current_session_id() AS current_session_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+CREATE POLICY namespace_visibility ON memsub.memory_entries AS RESTRICTIVE USING (((namespace_kind = ANY (ARRAY['app'::text, 'project'::text])) OR ((namespace_kind = 'user'::text) AND (namespace_owner = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((namespace_kind = 'session'::text) AND (namespace_owner = ( SELECT memsub._context_session_namespace() AS _context_session_namespace))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
 
-COMMENT ON POLICY namespace_visibility ON memsub.memory_entries IS 'Read rules: app: and project: entries for the whole tenant, user:<id> for that user, session:<id> for that session; admins pass.';
+COMMENT ON POLICY namespace_visibility ON memsub.memory_entries IS 'Read rules: app: and project: entries for the whole tenant, user:<id> for that user, session:<id> for the context naming that session where the session is visible to it (memsub._context_session_namespace); admins pass.';
 
 CREATE POLICY not_expired ON memsub.agent_memory_events AS RESTRICTIVE FOR SELECT USING (((ttl IS NULL) OR (ttl > ( SELECT (now() AT TIME ZONE 'UTC'::text) AS timezone)) OR ( SELECT (CURRENT_USER = 'memsub_expiry_owner'::name))));
 
@@ -17201,11 +17236,11 @@ ALTER TABLE memsub.sessions ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.task_reflections ENABLE ROW LEVEL SECURITY;
 
-CREATE POLICY task_session_access ON memsub.tasks AS RESTRICTIVE USING (((session_id IS NULL) OR (EXISTS ( SELECT
+CREATE POLICY task_session_access ON memsub.tasks AS RESTRICTIVE USING ((((session_id IS NULL) OR (EXISTS ( SELECT
    FROM memsub.sessions s
-  WHERE ((s.tenant_id = tasks.tenant_id) AND (s.id = tasks.session_id))))));
+  WHERE ((s.tenant_id = tasks.tenant_id) AND (s.id = tasks.session_id))))) AND ((deleted_session_user_id IS NULL) OR (deleted_session_user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin))));
 
-COMMENT ON POLICY task_session_access ON memsub.tasks IS 'A task of a session is visible where that session is: to its user, to the context whose session_id names it, and to admins; a task without a session passes.';
+COMMENT ON POLICY task_session_access ON memsub.tasks IS 'A task of a session is visible where that session is: to its user, to the context whose session_id names it, and to admins; a task of a deleted session to that session''s user (deleted_session_user_id) and admins; a task that never was in a session passes.';
 
 ALTER TABLE memsub.tasks ENABLE ROW LEVEL SECURITY;
 
@@ -17561,6 +17596,7 @@ GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_app;
 GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_analyst;
 GRANT ALL ON FUNCTION memsub.session_statuses() TO memsub_expiry_owner;
 
+GRANT SELECT ON TABLE memsub.sessions TO memsub_retrieval_owner;
 GRANT SELECT ON TABLE memsub.sessions TO memsub_app;
 GRANT SELECT ON TABLE memsub.sessions TO memsub_analyst;
 GRANT SELECT,DELETE ON TABLE memsub.sessions TO memsub_expiry_owner;
@@ -17611,6 +17647,12 @@ REVOKE ALL ON FUNCTION memsub._close_node_edges(p_tenant uuid, p_node_type text,
 GRANT ALL ON FUNCTION memsub._close_node_edges(p_tenant uuid, p_node_type text, p_node uuid) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._context_mac(p_key_id text, p_message text) FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._context_session_namespace() FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._context_session_namespace() TO memsub_app;
+GRANT ALL ON FUNCTION memsub._context_session_namespace() TO memsub_analyst;
+GRANT ALL ON FUNCTION memsub._context_session_namespace() TO memsub_owner;
+GRANT ALL ON FUNCTION memsub._context_session_namespace() TO memsub_expiry_owner;
 
 REVOKE ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) TO memsub_app;
