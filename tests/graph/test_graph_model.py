@@ -1,0 +1,492 @@
+"""Model-based test of the temporal knowledge graph: random sequences of entity upserts, edges drawn, closed,
+superseded and observed, and reads of the current graph, of the graph as of a time and of walks from an entity, by
+ordinary logins of two tenants, each outcome compared with a small model of what sql/410_knowledge_graph.sql,
+sql/420_temporal_graph.sql and docs/documents.md promise:
+
+- a name is trimmed with inner whitespace collapsed; names match by memsub.normalize_text (here: lower case of the
+  trimmed, collapsed name); graph_upsert_entity with a name matching an entity's updates that entity (keeping its
+  first spelling) and adds aliases; an alias stands for the entity unless it is another entity's name or an entity
+  first by name claims it too;
+- temporal_edge_add stores one window [valid_from, valid_until) of (source_key, type, target_key) as given (no
+  alias resolution): valid_until <= valid_from is 22023 naming valid_until, a window overlapping another window of
+  the same edge 23P01 naming valid_period; a confidence outside [0, 1] 22023 naming confidence;
+- close_relationship ends every open window of the edge under each name of its entities at valid_until (P0002
+  naming relationship_type when there is none, 22023 naming valid_until when it is not after the latest start) and
+  returns the one that started first;
+- supersede_relationship closes the other targets' open windows of (source, type) at valid_from (22023 naming
+  valid_from when one of them starts at or after it), reinforces the target's open window (moving a later start
+  back to valid_from, never before a closed window of it ends) or opens one from valid_from;
+- upsert_relationship reinforces the open window or opens one at seen_at, or where the edge's last window ended;
+- edges_as_of is every window holding at the time, touching the entity by any of its names, of the type; more than
+  max_rows is 54000 naming entity; graph_neighbors_as_of walks outgoing windows breadth first, each entity once,
+  a level by source, most mentioned first, then target and type, at most limit rows (22023 naming limit below 1);
+- a source packet must be visible (23503) and shared (22023), naming source_packet;
+- nothing of one tenant is seen from the other.
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
+
+from memsub.client import Substrate, TenantSession
+from memsub.errors import MemsubError
+from memsub.models import PacketEnvelopeIn
+
+from helpers import TENANT_A, TENANT_B, soak_factor
+from model_helpers import attempt, refused, set_max_rows
+
+MAX_ROWS = 6  # memsub.limits' max_rows in this database: edges_as_of reaches it
+TIMES = 7  # at(0) .. at(6): the first four long past, the others far ahead; now lies between at(3) and at(4)
+NOW = 3.5
+T = TypeVar("T")
+
+# Base words of the entity names; distinct first letters keep their order the same in every collation.
+WORDS = ["ann", "bob", "cyd", "dex", "eve"]
+TYPES = ["works_at", "knows"]  # each example's own: works_at_r1, knows_r1, ...
+
+
+def at(i: int) -> datetime:
+    return datetime(2021 + i if i < 4 else 2096 + i, 1, 1, tzinfo=UTC)
+
+
+def collapse(text: str) -> str:
+    return " ".join(text.split())
+
+
+def key(text: str) -> str:
+    return collapse(text).lower()
+
+
+@dataclass
+class Window:
+    source: str  # spellings as stored
+    type: str
+    target: str
+    lo: int
+    hi: int | None
+    mentions: int = 1
+    confidence: float = 0.5
+
+    @property
+    def keys(self) -> tuple[str, str, str]:
+        return key(self.source), self.type, key(self.target)
+
+    def holds(self, when: float | None) -> bool:
+        moment = NOW if when is None else when
+        return self.lo <= moment and (self.hi is None or moment < self.hi)
+
+    def row(self) -> tuple[Any, ...]:
+        return (self.source, self.type, self.target, at(self.lo), None if self.hi is None else at(self.hi),
+                self.mentions)
+
+
+@dataclass
+class Entity:
+    name: str  # first spelling
+    aliases: set[str] = field(default_factory=set)
+
+    @property
+    def alias_keys(self) -> set[str]:
+        return {key(a) for a in self.aliases}
+
+
+@dataclass
+class Graph:
+    """One tenant's graph."""
+
+    windows: list[Window] = field(default_factory=list)
+    entities: list[Entity] = field(default_factory=list)
+
+
+def combine(old: float, new: float) -> float:
+    return 1 - (1 - old) * (1 - new)
+
+
+_runs = itertools.count(1)
+TENANTS = st.sampled_from([TENANT_A, TENANT_A, TENANT_A, TENANT_B])
+NAMES = st.tuples(st.integers(0, 4), st.integers(0, 2))
+
+
+@pytest.fixture
+def app(db: Any) -> Iterator[Substrate]:
+    set_max_rows(db, MAX_ROWS)
+    with Substrate(db.dsn("app"), max_size=1) as substrate:
+        yield substrate
+
+
+def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
+    sort_cache: dict[tuple[str, ...], list[str]] = {}
+
+    def collated(values: list[str]) -> list[str]:
+        """The values in the database's order (its collation): the order the graph reads sort names in."""
+        wanted = tuple(sorted(set(values)))
+        if wanted not in sort_cache:
+            with app.tenant(TENANT_A) as session:
+                found = session.fetch("select array_agg(v order by v) as v from unnest(%s::text[]) v",
+                                      [list(wanted)])
+            sort_cache[wanted] = list(found[0]["v"] or [])
+        return sort_cache[wanted]
+
+    class GraphMachine(RuleBasedStateMachine):
+        """Each example gets names of its own (a suffix), so examples share nothing."""
+
+        @initialize()
+        def fresh(self) -> None:
+            run = next(_runs)
+            self.suffix = f"r{run}"
+            self.users = {"alice": uuid.UUID(int=run * 16 + 1), "bob": uuid.UUID(int=run * 16 + 2)}
+            self.graphs = {TENANT_A: Graph(), TENANT_B: Graph()}
+            self.packets: dict[str, uuid.UUID] = {}
+            for name, user, scope in [("shared", "alice", "shared"), ("mine_private", "alice", "l-private"),
+                                      ("bobs_private", "bob", "l-private")]:
+                with app.tenant(TENANT_A, user_id=self.users[user]) as session:
+                    written = session.packets.write(PacketEnvelopeIn(packet_type="note", payload={"n": name},
+                                                                     scope=scope))
+                self.packets[name] = written.packet_id
+
+        # Names ----------------------------------------------------------------------------------------------------
+
+        def spell(self, word: int, variant: int) -> str:
+            base = f"{WORDS[word]} {self.suffix}"
+            return [base, f"{WORDS[word]} {self.suffix.upper()}", f"  {WORDS[word]}   {self.suffix}\t"][variant]
+
+        def typed(self, type_: str) -> str:
+            return f"{type_}_{self.suffix}"
+
+        def call(self, tenant: uuid.UUID, what: Callable[[TenantSession], T],
+                 user: str = "alice") -> tuple[T | None, MemsubError | None]:
+            def run() -> T:
+                with app.tenant(tenant, user_id=self.users[user]) as session:
+                    return what(session)
+            return attempt(run)
+
+        def entity_named(self, graph: Graph, k: str) -> Entity | None:
+            return next((e for e in graph.entities if key(e.name) == k), None)
+
+        def first_claimer(self, graph: Graph, alias_key: str) -> Entity | None:
+            claimers = [e for e in graph.entities if alias_key in e.alias_keys]
+            if not claimers:
+                return None
+            first = collated([e.name for e in claimers])[0]
+            return next(e for e in claimers if e.name == first)
+
+        def keys_of_entity(self, graph: Graph, entity: Entity) -> list[str]:
+            own = key(entity.name)
+            return [own, *sorted(a for a in entity.alias_keys
+                                 if a != own and self.entity_named(graph, a) is None
+                                 and self.first_claimer(graph, a) is entity)]
+
+        def resolve(self, graph: Graph, name: str) -> tuple[str, list[str]]:
+            """The entity a name stands for, and its keys (memsub._resolve_entities)."""
+            k = key(name)
+            entity = self.entity_named(graph, k) or self.first_claimer(graph, k)
+            if entity is None:
+                return collapse(name), [k]
+            return entity.name, self.keys_of_entity(graph, entity)
+
+        def open_windows(self, graph: Graph, sources: list[str], type_: str, targets: list[str] | None,
+                         other_targets: bool = False) -> list[Window]:
+            return [w for w in graph.windows if w.hi is None and key(w.source) in sources and w.type == type_
+                    and (targets is None or ((key(w.target) in targets) != other_targets))]
+
+        # Entities -------------------------------------------------------------------------------------------------
+
+        @rule(tenant=TENANTS, word=st.integers(0, 4), variant=st.integers(0, 2),
+              aliases=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 2)), max_size=2))
+        def upsert_entity(self, tenant: uuid.UUID, word: int, variant: int, aliases: list[tuple[int, int]]) -> None:
+            graph = self.graphs[tenant]
+            name = self.spell(word, variant)
+            alias_names = [self.spell(w, v) for w, v in aliases]
+            node, error = self.call(tenant, lambda s: s.graph.upsert_entity(name, "Concept", aliases=alias_names))
+            assert error is None, error
+            assert node is not None
+            entity = self.entity_named(graph, key(name))
+            if entity is None:
+                entity = Entity(collapse(name))
+                graph.entities.append(entity)
+            entity.aliases |= set(alias_names)
+            assert node.entity_id == entity.name
+            assert sorted(node.aliases) == sorted(entity.aliases)
+
+        # Edges ------------------------------------------------------------------------------------------------------
+
+        @rule(tenant=TENANTS, source=NAMES,
+              type_=st.sampled_from(TYPES), spelling=st.integers(0, 2),
+              end=NAMES, lo=st.integers(0, TIMES - 1),
+              length=st.none() | st.integers(-1, 3), confidence=st.sampled_from([0.0, 0.5, 0.9, 0.5, 0.9, 1.5]),
+              packet=st.sampled_from([None] * 5 + ["shared", "mine_private", "bobs_private"]),
+              blank=st.sampled_from([None] * 8 + ["source_entity", "target_entity"]))
+        def add(self, tenant: uuid.UUID, source: tuple[int, int], type_: str, spelling: int,
+                end: tuple[int, int], lo: int, length: int | None, confidence: float, packet: str | None,
+                blank: str | None) -> None:
+            graph = self.graphs[tenant]
+            src, dst = self.spell(*source), self.spell(*end)
+            if blank == "source_entity":
+                src = "  "
+            elif blank == "target_entity":
+                dst = "\t"
+            type_ = self.typed(type_)
+            spelled = [type_, type_.upper(), f" {type_.capitalize()} "][spelling]
+            hi = None if length is None else lo + length
+            packet_id = None if packet is None else self.packets[packet]
+            edge, error = self.call(tenant, lambda s: s.graph.temporal_edge_add(
+                src, spelled, dst, valid_from=at(lo), valid_until=None if hi is None else at(hi),
+                confidence=confidence, source_packet=packet_id))
+            if blank is not None:
+                refused(error, "22023", blank)
+                return
+            if hi is not None and hi <= lo:
+                refused(error, "22023", "valid_until")
+                return
+            if packet is not None and (tenant != TENANT_A or packet == "bobs_private"):
+                refused(error, "23503", "source_packet")
+                return
+            if packet == "mine_private":
+                refused(error, "22023", "source_packet")
+                return
+            if confidence > 1:
+                refused(error, "22023", "confidence")
+                return
+            new = Window(collapse(src), type_, collapse(dst), lo, hi, 1, confidence)
+            if any(w.keys == new.keys and w.lo < (hi if hi is not None else TIMES + 10)
+                   and (w.hi is None or lo < w.hi) for w in graph.windows):
+                refused(error, "23P01", "valid_period")
+                return
+            assert error is None, error
+            assert edge is not None
+            graph.windows.append(new)
+            assert (edge.source_entity, edge.relationship_type, edge.target_entity, edge.valid_from,
+                    edge.valid_until, edge.mention_count) == new.row()
+            assert edge.confidence == pytest.approx(confidence)
+
+        @rule(tenant=TENANTS, source=NAMES,
+              type_=st.sampled_from(TYPES), end=NAMES,
+              until=st.integers(0, TIMES))
+        def close(self, tenant: uuid.UUID, source: tuple[int, int], type_: str, end: tuple[int, int],
+                  until: int) -> None:
+            graph = self.graphs[tenant]
+            type_ = self.typed(type_)
+            src, dst = self.spell(*source), self.spell(*end)
+            closed, error = self.call(tenant, lambda s: s.graph.close_relationship(src, type_, dst, at(until)))
+            found = self.open_windows(graph, self.resolve(graph, src)[1], type_, self.resolve(graph, dst)[1])
+            if not found:
+                refused(error, "P0002", "relationship_type")
+                return
+            if until <= max(w.lo for w in found):
+                refused(error, "22023", "valid_until")
+                return
+            assert error is None, error
+            assert closed is not None
+            for w in found:
+                w.hi = until
+            first = min(found, key=lambda w: w.lo)
+            assert (closed.valid_from, closed.valid_until) == (at(first.lo), at(until))
+            assert key(closed.source_entity) in {key(w.source) for w in found if w.lo == first.lo}
+
+        def pick_open(self, data: st.DataObject) -> tuple[uuid.UUID, str, str, str] | None:
+            """An open window's tenant, spellings (as stored) and type, if there is one."""
+            choices = [(t, w.source, w.target, w.type) for t, g in self.graphs.items() for w in g.windows
+                       if w.hi is None]
+            return data.draw(st.sampled_from(sorted(choices, key=str))) if choices else None
+
+        @rule(data=st.data(), until=st.integers(1, TIMES))
+        def close_an_open_window(self, data: st.DataObject, until: int) -> None:
+            picked = self.pick_open(data)
+            if picked is None:
+                return
+            tenant, src, dst, type_ = picked
+            graph = self.graphs[tenant]
+            found = self.open_windows(graph, self.resolve(graph, src)[1], type_, self.resolve(graph, dst)[1])
+            closed, error = self.call(tenant, lambda s: s.graph.close_relationship(src, type_, dst, at(until)))
+            if until <= max(w.lo for w in found):
+                refused(error, "22023", "valid_until")
+                return
+            assert error is None, error
+            assert closed is not None
+            for w in found:
+                w.hi = until
+            assert (closed.valid_from, closed.valid_until) == (at(min(w.lo for w in found)), at(until))
+
+        @rule(tenant=TENANTS, source=NAMES,
+              type_=st.sampled_from(TYPES), end=NAMES,
+              lo=st.integers(0, TIMES - 1), confidence=st.sampled_from([0.2, 0.5, 0.9]))
+        def supersede(self, tenant: uuid.UUID, source: tuple[int, int], type_: str, end: tuple[int, int],
+                      lo: int, confidence: float) -> None:
+            graph = self.graphs[tenant]
+            type_ = self.typed(type_)
+            src, dst = self.spell(*source), self.spell(*end)
+            edge, error = self.call(tenant, lambda s: s.graph.supersede_relationship(
+                src, type_, dst, valid_from=at(lo), confidence=confidence))
+            sources, targets = self.resolve(graph, src)[1], self.resolve(graph, dst)[1]
+            others = self.open_windows(graph, sources, type_, targets, other_targets=True)
+            if any(w.lo >= lo for w in others):
+                refused(error, "22023", "valid_from")
+                return
+            mine = self.open_windows(graph, sources, type_, targets)
+            if not mine:
+                new = Window(collapse(src), type_, collapse(dst), lo, None, 1, confidence)
+                if any(w.keys == new.keys and (w.hi is None or lo < w.hi) for w in graph.windows):
+                    refused(error, "23P01", "valid_period")
+                    return
+            assert error is None, error
+            assert edge is not None
+            for w in others:
+                w.hi = lo
+            if mine:
+                preferred = [w for w in mine if key(w.source) == key(src)] or mine
+                chosen = next(w for w in preferred if w.keys == (key(edge.source_entity), type_,
+                                                                  key(edge.target_entity)))
+                if chosen.lo > lo:
+                    ends = [w.hi for w in graph.windows if w.keys == chosen.keys and w.hi is not None]
+                    chosen.lo = max([lo, *ends])
+                chosen.mentions += 1
+                chosen.confidence = combine(chosen.confidence, confidence)
+            else:
+                chosen = new
+                graph.windows.append(new)
+            assert (edge.source_entity, edge.relationship_type, edge.target_entity, edge.valid_from,
+                    edge.valid_until, edge.mention_count) == chosen.row()
+            assert edge.confidence == pytest.approx(chosen.confidence)
+
+        @rule(tenant=TENANTS, source=NAMES,
+              type_=st.sampled_from(TYPES), end=NAMES,
+              seen=st.integers(0, TIMES - 1))
+        def observe(self, tenant: uuid.UUID, source: tuple[int, int], type_: str, end: tuple[int, int],
+                    seen: int) -> None:
+            graph = self.graphs[tenant]
+            type_ = self.typed(type_)
+            src, dst = self.spell(*source), self.spell(*end)
+            edge, error = self.call(tenant, lambda s: s.graph.upsert_relationship(src, type_, dst, confidence=0.5,
+                                                                                   seen_at=at(seen)))
+            assert error is None, error
+            assert edge is not None
+            keys = (key(src), type_, key(dst))
+            current = [w for w in graph.windows if w.keys == keys and w.hi is None]
+            if current:
+                window = current[0]
+                window.mentions += 1
+                window.confidence = combine(window.confidence, 0.5)
+            else:
+                ends = [w.hi for w in graph.windows if w.keys == keys and w.hi is not None]
+                window = Window(collapse(src), type_, collapse(dst), max([seen, *ends]), None)
+                graph.windows.append(window)
+            assert (edge.source_entity, edge.relationship_type, edge.target_entity, edge.mention_count) == (
+                window.source, window.type, window.target, window.mentions)
+            assert edge.confidence == pytest.approx(window.confidence)
+
+        # Reads ------------------------------------------------------------------------------------------------------
+
+        @rule(tenant=TENANTS, when=st.none() | st.integers(0, TIMES),
+              entity=st.none() | NAMES,
+              type_=st.none() | st.sampled_from(TYPES))
+        def read_as_of(self, tenant: uuid.UUID, when: int | None, entity: tuple[int, int] | None,
+                       type_: str | None) -> None:
+            # Every read names an entity or a type of this example's (the tenant holds earlier examples' edges).
+            type_ = self.typed(type_ or "knows") if type_ is not None or entity is None else None
+            self.read_named(tenant, when, None if entity is None else self.spell(*entity), type_)
+
+        def read_named(self, tenant: uuid.UUID, when: int | None, name: str | None, type_: str | None) -> None:
+            graph = self.graphs[tenant]
+            found, error = self.call(tenant, lambda s: s.graph.edges_as_of(
+                None if when is None else at(when), entity=name, relationship_type=type_))
+            keys = None if name is None else self.resolve(graph, name)[1]
+            expected = [w.row() for w in graph.windows if w.holds(when)
+                        and (keys is None or key(w.source) in keys or key(w.target) in keys)
+                        and (type_ is None or w.type == type_)]
+            if len(expected) > MAX_ROWS:
+                refused(error, "54000", "entity")
+                return
+            assert error is None, error
+            assert found is not None
+            assert sorted((e.source_entity, e.relationship_type, e.target_entity, e.valid_from, e.valid_until,
+                           e.mention_count) for e in found) == sorted(expected, key=str)
+
+        @rule(tenant=TENANTS, when=st.none() | st.integers(0, TIMES),
+              entity=NAMES, depth=st.integers(1, 3),
+              limit=st.integers(0, MAX_ROWS))
+        def walk(self, tenant: uuid.UUID, when: int | None, entity: tuple[int, int], depth: int,
+                 limit: int) -> None:
+            self.walk_named(tenant, when, self.spell(*entity), depth, limit)
+
+        def walk_named(self, tenant: uuid.UUID, when: int | None, name: str, depth: int, limit: int) -> None:
+            graph = self.graphs[tenant]
+            found, error = self.call(tenant, lambda s: s.graph.neighbors_as_of(
+                name, None if when is None else at(when), max_depth=depth, limit=limit))
+            if limit < 1:
+                refused(error, "22023", "limit")
+                return
+            assert error is None, error
+            assert found is not None
+            expected: list[tuple[Any, ...]] = []
+            frontier = self.resolve(graph, name)[1]
+            visited = set(frontier)
+            left, level = limit, 0
+            while level < depth and left > 0 and frontier:
+                level += 1
+                edges = [w for w in graph.windows if w.holds(when) and key(w.source) in frontier]
+                order = collated([w.source for w in edges] + [w.target for w in edges])
+                edges.sort(key=lambda w: (order.index(w.source), -w.mentions, order.index(w.target), w.type))
+                returned = edges[:left]
+                expected += [(level, *w.row()) for w in returned]
+                left -= len(returned)
+                if level >= depth or left <= 0:
+                    break
+                names = {w.target for w in edges if key(w.target) not in visited}
+                if graph.entities:
+                    frontier = sorted({k for n in names for k in self.resolve(graph, n)[1]})
+                else:
+                    frontier = sorted({key(n) for n in names})
+                visited |= set(frontier)
+            assert [(n.depth, n.source_entity, n.relationship_type, n.target_entity, n.valid_from, n.valid_until,
+                     n.mention_count) for n in found] == expected
+
+        def pick_source(self, data: st.DataObject) -> tuple[uuid.UUID, str] | None:
+            """A tenant and the stored spelling of a source of one of its windows, if there is one."""
+            choices = sorted({(t, w.source) for t, g in self.graphs.items() for w in g.windows}, key=str)
+            return data.draw(st.sampled_from(choices)) if choices else None
+
+        @rule(data=st.data(), when=st.none() | st.integers(0, TIMES), depth=st.integers(1, 3),
+              limit=st.integers(1, MAX_ROWS))
+        def walk_from_a_source(self, data: st.DataObject, when: int | None, depth: int, limit: int) -> None:
+            picked = self.pick_source(data)
+            if picked is not None:
+                tenant, name = picked
+                self.walk_named(tenant, when, name, depth, limit)
+
+        @rule(data=st.data(), when=st.none() | st.integers(0, TIMES))
+        def read_a_source(self, data: st.DataObject, when: int | None) -> None:
+            picked = self.pick_source(data)
+            if picked is not None:
+                tenant, name = picked
+                self.read_named(tenant, when, name, None)
+
+        @invariant()
+        def each_tenant_sees_its_own_graph(self) -> None:
+            if not hasattr(self, "graphs"):
+                return
+            knows = self.typed("knows")
+            for tenant, graph in self.graphs.items():
+                found, error = self.call(tenant, lambda s: s.graph.edges_as_of(
+                    at(TIMES + 1), relationship_type=knows))
+                expected = [w.row() for w in graph.windows if w.holds(TIMES + 1) and w.type == knows]
+                if len(expected) > MAX_ROWS:
+                    refused(error, "54000", "entity")
+                    continue
+                assert error is None and found is not None, error
+                assert sorted((e.source_entity, e.relationship_type, e.target_entity, e.valid_from, e.valid_until,
+                               e.mention_count) for e in found) == sorted(expected, key=str)
+                assert all(e.relationship_type == knows for e in found)
+
+    run_state_machine_as_test(GraphMachine, settings=settings(
+        max_examples=30 * soak_factor(), stateful_step_count=40, deadline=None, derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
