@@ -156,6 +156,60 @@ grant select, update (superseded_at) on memsub.document_index to memsub_retrieva
 grant update (is_deleted) on memsub.memory_entries to memsub_retrieval_owner;
 grant execute on function memsub._lock_graph_node(uuid, text, uuid, boolean) to memsub_owner;
 
+-- An edge has two ends, and a transaction may supersede both (two memory writes, each locking the version it
+-- replaces). An edge writer that held one end while it waited for the other could wait for a superseder that in turn
+-- waited for the end it held: PostgreSQL broke that cycle with 40P01 (deadlock detected), naming nothing. The ends
+-- are therefore locked together without waiting (NOWAIT, in a subtransaction): when one is busy, the subtransaction
+-- is rolled back, which releases the ends it locked, and the writer waits for that end alone, releases it, and
+-- tries again. A writer never waits holding an end, so it is never part of such a cycle; the superseder finishes
+-- and the writer then sees what it did.
+create or replace function memsub._lock_graph_nodes(p_tenant uuid, p_node_types text[], p_nodes uuid[])
+returns void
+language plpgsql volatile security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+declare
+    v_busy integer;
+    v_i    integer;
+begin
+    if current_setting('transaction_isolation') <> 'read committed' then
+        return;  -- as memsub._lock_graph_node
+    end if;
+    loop
+        begin
+            for v_i in 1 .. coalesce(cardinality(p_nodes), 0) loop
+                v_busy := v_i;
+                if p_node_types[v_i] = 'Document' then
+                    perform from memsub.document_index d
+                     where d.tenant_id = p_tenant and d.id = p_nodes[v_i] for share nowait;
+                elsif p_node_types[v_i] = 'Memory' then
+                    perform from memsub.memory_entries m
+                     where m.tenant_id = p_tenant and m.id = p_nodes[v_i] for share nowait;
+                end if;
+            end loop;
+            return;
+        exception when lock_not_available then
+            -- Every end this round locked is released: wait for the busy one alone, then release it too.
+            begin
+                perform memsub._lock_graph_node(p_tenant, p_node_types[v_busy], p_nodes[v_busy]);
+                raise exception using errcode = 'MSWTD';
+            exception when sqlstate 'MSWTD' then
+                null;
+            end;
+        end;
+    end loop;
+end
+$$;
+alter function memsub._lock_graph_nodes(uuid, text[], uuid[]) owner to memsub_retrieval_owner;
+comment on function memsub._lock_graph_nodes(uuid, text[], uuid[]) is
+    'Internal: share-locks the rows of the Document and Memory nodes among the ends of an edge (types and ids, '
+    'pairwise) until the transaction ends, as memsub._lock_graph_node does for one, without ever waiting while '
+    'holding one of them: all are locked at once (NOWAIT) or none, and a busy one is waited for alone before the '
+    'next try. So an edge writer never deadlocks with a transaction superseding both ends one after the other. '
+    'Other node types, and transactions not under READ COMMITTED: nothing. Owned by memsub_retrieval_owner '
+    '(BYPASSRLS); executable only by memsub_owner, whose callers pass their context''s tenant.';
+grant execute on function memsub._lock_graph_nodes(uuid, text[], uuid[]) to memsub_owner;
+
 create or replace function memsub._refuse_superseded_node(p_type text, p_id text, p_field text,
                                                           p_until timestamptz)
 returns void
@@ -240,6 +294,10 @@ begin
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
     end if;
+    -- Both ends locked at once, never one held while the other is waited for (memsub._lock_graph_nodes).
+    perform memsub._lock_graph_nodes(v_tenant, array[p_source_type, p_target_type],
+                                     array[case when p_source_type in ('Document', 'Memory') then v_source::uuid end,
+                                           case when p_target_type in ('Document', 'Memory') then v_target::uuid end]);
     perform memsub._refuse_superseded_node(p_source_type, v_source, 'source_entity', p_valid_until),
             memsub._refuse_superseded_node(p_target_type, v_target, 'target_entity', p_valid_until);
     v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
@@ -428,6 +486,9 @@ begin
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_stored_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
+    perform memsub._lock_graph_nodes(v_tenant, array[p_source_type, p_target_type],
+                                     array[case when p_source_type in ('Document', 'Memory') then v_source::uuid end,
+                                           case when p_target_type in ('Document', 'Memory') then v_target::uuid end]);
     perform memsub._refuse_superseded_node(p_source_type, v_source, 'source_entity', null),
             memsub._refuse_superseded_node(p_target_type, v_target, 'target_entity', null);
     v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');

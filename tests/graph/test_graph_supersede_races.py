@@ -99,3 +99,39 @@ def test_a_version_touched_after_the_snapshot_is_superseded_and_drawn_to_under_r
         _supersede(writer, "Memory")
         writer.commit()
     assert ground_truth(db, "select max(version) as v from memsub.memory_entries where key = 'alice'") == [{"v": 2}]
+
+
+def _two_versions(db: Any) -> tuple[str, str]:
+    """The first versions of two memory keys, each about to be superseded."""
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        first = session.memory.write(NOTES, "first", {"n": 1})
+        second = session.memory.write(NOTES, "second", {"n": 1})
+    return str(first.id), str(second.id)
+
+
+@pytest.mark.parametrize("drawn_by", ["temporal_edge_add", "supersede_relationship"])
+@pytest.mark.parametrize("superseded_first", ["source", "target"])
+def test_an_edge_drawn_between_two_versions_a_transaction_supersedes_one_after_the_other_never_deadlocks(
+        db, superseded_first, drawn_by):
+    """Transaction A supersedes one version (and holds it), B draws an edge between it and a second version, and A
+    then supersedes the second. B locked one end and waited for the other while A, holding that one, waited for
+    the end B held: PostgreSQL broke the cycle with 40P01 (deadlock detected), naming nothing. B now waits
+    holding neither end, A finishes, and B is refused as after A's commit (55000 naming source_entity: both ends
+    are superseded by then), whichever way the edge points."""
+    first, second = _two_versions(db)
+    source, target = (first, second) if superseded_first == "source" else (second, first)
+    with db.connect("app") as superseder, db.connect("app") as drawer:
+        set_context(superseder, TENANT_A, user=ALICE)
+        superseder.execute("select memsub.memory_write(%s, 'first', '{\"n\": 2}', 1)", [NOTES])
+        set_context(drawer, TENANT_A, user=ALICE)
+        call = started_call(db, drawer, lambda: drawer.execute(
+            f"select memsub.{drawn_by}(%s, 'about', %s, p_source_type => 'Memory', p_target_type => 'Memory')",
+            [source, target]))
+        assert not call.done(), call.error or call.result
+        superseder.execute("select memsub.memory_write(%s, 'second', '{\"n\": 2}', 1)", [NOTES])
+        superseder.commit()
+        call.join()
+        drawer.rollback()
+    assert isinstance(call.error, psycopg.Error), call.result
+    assert (call.error.sqlstate, call.error.diag.column_name) == ("55000", "source_entity"), call.error
+    assert _open_edges(db, first) + _open_edges(db, second) == 0
