@@ -3,8 +3,8 @@ superseded and observed, and reads of the current graph, of the graph as of a ti
 ordinary logins of two tenants, each outcome compared with a small model of what sql/410_knowledge_graph.sql,
 sql/420_temporal_graph.sql and docs/documents.md promise:
 
-- a name is trimmed with inner whitespace collapsed; names match by memsub.normalize_text (here: lower case of the
-  trimmed, collapsed name); graph_upsert_entity with a name matching an entity's updates that entity (keeping its
+- a name is trimmed with inner whitespace collapsed; names match by memsub.normalize_text (composed to NFC, lower
+  case, whatever the spelling); graph_upsert_entity with a name matching an entity's updates that entity (keeping its
   first spelling) and adds aliases; an alias stands for the entity unless it is another entity's name or an entity
   first by name claims it too;
 - temporal_edge_add stores one window [valid_from, valid_until) of (source_key, type, target_key) as given (no
@@ -17,6 +17,9 @@ sql/420_temporal_graph.sql and docs/documents.md promise:
   valid_from when one of them starts at or after it), reinforces the target's open window (moving a later start
   back to valid_from, never before a closed window of it ends) or opens one from valid_from;
 - upsert_relationship reinforces the open window or opens one at seen_at, or where the edge's last window ended;
+- traverse_graph reaches each entity once, at its shortest distance, along its most confident path (the product
+  of the edge confidences, then the first path by names, then type), outgoing, incoming or both, a level most
+  confident first;
 - edges_as_of is every window holding at the time, touching the entity by any of its names, of the type; more than
   max_rows is 54000 naming entity; graph_neighbors_as_of walks outgoing windows breadth first, each entity once,
   a level by source, most mentioned first, then target and type, at most limit rows (22023 naming limit below 1);
@@ -27,6 +30,7 @@ sql/420_temporal_graph.sql and docs/documents.md promise:
 from __future__ import annotations
 
 import itertools
+import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -50,8 +54,8 @@ TIMES = 7  # at(0) .. at(6): the first four long past, the others far ahead; now
 NOW = 3.5
 T = TypeVar("T")
 
-# Base words of the entity names; distinct first letters keep their order the same in every collation.
-WORDS = ["ann", "bob", "cyd", "dex", "eve"]
+# Base words of the entity names (orders of names are the database's: see collated()).
+WORDS = ["ann", "bob", "cyd", "zoé", "eve"]
 TYPES = ["works_at", "knows"]  # each example's own: works_at_r1, knows_r1, ...
 
 
@@ -64,7 +68,8 @@ def collapse(text: str) -> str:
 
 
 def key(text: str) -> str:
-    return collapse(text).lower()
+    """memsub.normalize_text: composed to NFC, trimmed, inner whitespace collapsed, lower case."""
+    return unicodedata.normalize("NFC", collapse(text)).lower()
 
 
 @dataclass
@@ -114,7 +119,7 @@ def combine(old: float, new: float) -> float:
 
 _runs = itertools.count(1)
 TENANTS = st.sampled_from([TENANT_A, TENANT_A, TENANT_A, TENANT_B])
-NAMES = st.tuples(st.integers(0, 4), st.integers(0, 2))
+NAMES = st.tuples(st.integers(0, 4), st.integers(0, 3))
 
 
 @pytest.fixture
@@ -158,7 +163,8 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
 
         def spell(self, word: int, variant: int) -> str:
             base = f"{WORDS[word]} {self.suffix}"
-            return [base, f"{WORDS[word]} {self.suffix.upper()}", f"  {WORDS[word]}   {self.suffix}\t"][variant]
+            return [base, f"{WORDS[word]} {self.suffix.upper()}", f"  {WORDS[word]}   {self.suffix}\t",
+                    unicodedata.normalize("NFD", base.upper())][variant]
 
         def typed(self, type_: str) -> str:
             return f"{type_}_{self.suffix}"
@@ -201,8 +207,8 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
 
         # Entities -------------------------------------------------------------------------------------------------
 
-        @rule(tenant=TENANTS, word=st.integers(0, 4), variant=st.integers(0, 2),
-              aliases=st.lists(st.tuples(st.integers(0, 4), st.integers(0, 2)), max_size=2))
+        @rule(tenant=TENANTS, word=st.integers(0, 4), variant=st.integers(0, 3),
+              aliases=st.lists(NAMES, max_size=2))
         def upsert_entity(self, tenant: uuid.UUID, word: int, variant: int, aliases: list[tuple[int, int]]) -> None:
             graph = self.graphs[tenant]
             name = self.spell(word, variant)
@@ -450,25 +456,101 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
             assert [(n.depth, n.source_entity, n.relationship_type, n.target_entity, n.valid_from, n.valid_until,
                      n.mention_count) for n in found] == expected
 
-        def pick_source(self, data: st.DataObject) -> tuple[uuid.UUID, str] | None:
-            """A tenant and the stored spelling of a source of one of its windows, if there is one."""
-            choices = sorted({(t, w.source) for t, g in self.graphs.items() for w in g.windows}, key=str)
+        @rule(tenant=TENANTS, when=st.none() | st.integers(0, TIMES), entity=NAMES, depth=st.integers(1, 3),
+              direction=st.sampled_from(["outgoing", "incoming", "both"]), limit=st.integers(1, MAX_ROWS),
+              min_confidence=st.sampled_from([None, 0.5, 0.8]), min_path=st.sampled_from([None, 0.3]),
+              types=st.sampled_from([None, ["knows"], ["works_at", "knows"]]))
+        def traverse(self, tenant: uuid.UUID, when: int | None, entity: tuple[int, int], depth: int,
+                     direction: str, limit: int, min_confidence: float | None, min_path: float | None,
+                     types: list[str] | None) -> None:
+            self.traverse_named(tenant, when, self.spell(*entity), depth, direction, limit, min_confidence,
+                                min_path, types)
+
+        def traverse_named(self, tenant: uuid.UUID, when: int | None, name: str, depth: int, direction: str,
+                           limit: int, min_confidence: float | None, min_path: float | None,
+                           types: list[str] | None) -> None:
+            """memsub.traverse_graph: each entity once, at its shortest distance, along its most confident path
+            (the product of the edge confidences; of equal ones the first by names, then type), a level most
+            confident first, then by path; at most limit rows in all."""
+            graph = self.graphs[tenant]
+            typed = None if types is None else [self.typed(t) for t in types]
+            found, error = self.call(tenant, lambda s: s.graph.traverse(
+                name, depth, relationship_types=typed, min_confidence=min_confidence, direction=direction,  # type: ignore[arg-type]
+                min_path_confidence=min_path, limit=limit, as_of=None if when is None else at(when)))
+            assert error is None, error
+            assert found is not None
+            start, start_keys = self.resolve(graph, name)
+            visited = {key(start)}
+            frontier: list[tuple[list[str], list[str], float, list[str]]] = [([start], [], 1.0, start_keys)]
+            expected: list[tuple[Any, ...]] = []
+            left, level = limit, 0
+            while level < depth and left > 0 and frontier:
+                level += 1
+                steps: dict[str, list[tuple[float, list[str], str, list[str]]]] = {}
+                for path, _kinds, confidence, keys in frontier:
+                    for w in graph.windows:
+                        if not w.holds(when) or (typed is not None and w.type not in typed):
+                            continue
+                        if min_confidence is not None and w.confidence < min_confidence:
+                            continue
+                        ends = []
+                        if direction in ("outgoing", "both") and key(w.source) in keys:
+                            ends.append(w.target)
+                        if direction in ("incoming", "both") and key(w.target) in keys:
+                            ends.append(w.source)
+                        for far in ends:
+                            entity, far_keys = self.resolve(graph, far)
+                            reached = confidence * w.confidence
+                            if reached < (min_path or 0) or key(entity) in visited:
+                                continue
+                            steps.setdefault(key(entity), []).append(
+                                (reached, [*path, entity], w.type, far_keys))
+                names = collated([n for options in steps.values() for option in options for n in option[1]])
+
+                def rank(option: tuple[float, list[str], str, list[str]], names: list[str] = names) -> tuple[Any, ...]:
+                    return (-option[0], [names.index(n) for n in option[1]], option[2])
+                best = sorted((min(options, key=rank) for options in steps.values()), key=lambda o: rank(o)[:2])
+                rows = best[:left]
+                if not rows:
+                    break
+                for reached, path, type_, _ in rows:
+                    kinds = next(k for p, k, _, _ in frontier if p == path[:-1])
+                    expected.append((level, path[-1], path, [*kinds, type_], pytest.approx(reached)))
+                left -= len(rows)
+                visited |= {key(path[-1]) for _, path, _, _ in rows}
+                frontier = [(path, [*next(k for p, k, _, _ in frontier if p == path[:-1]), type_], reached, keys)
+                            for reached, path, type_, keys in rows]
+            assert [(p.depth, p.entity, p.path, p.relationship_path, p.path_confidence) for p in found] == expected
+
+        def pick_source(self, data: st.DataObject) -> tuple[uuid.UUID, str, int] | None:
+            """A tenant, the stored spelling of the source or target of one of its windows, and a time the window
+            holds at (its start), if there is one: the reads from there find at least that edge."""
+            choices = sorted({(t, end, w.lo) for t, g in self.graphs.items() for w in g.windows
+                              for end in (w.source, w.target)}, key=str)
             return data.draw(st.sampled_from(choices)) if choices else None
 
-        @rule(data=st.data(), when=st.none() | st.integers(0, TIMES), depth=st.integers(1, 3),
-              limit=st.integers(1, MAX_ROWS))
-        def walk_from_a_source(self, data: st.DataObject, when: int | None, depth: int, limit: int) -> None:
+        @rule(data=st.data(), depth=st.integers(1, 3), limit=st.integers(1, MAX_ROWS))
+        def walk_from_an_edge(self, data: st.DataObject, depth: int, limit: int) -> None:
             picked = self.pick_source(data)
             if picked is not None:
-                tenant, name = picked
+                tenant, name, when = picked
                 self.walk_named(tenant, when, name, depth, limit)
 
-        @rule(data=st.data(), when=st.none() | st.integers(0, TIMES))
-        def read_a_source(self, data: st.DataObject, when: int | None) -> None:
+        @rule(data=st.data())
+        def read_an_edge(self, data: st.DataObject) -> None:
             picked = self.pick_source(data)
             if picked is not None:
-                tenant, name = picked
+                tenant, name, when = picked
                 self.read_named(tenant, when, name, None)
+
+        @rule(data=st.data(), depth=st.integers(1, 3), direction=st.sampled_from(["outgoing", "incoming", "both"]),
+              limit=st.integers(1, MAX_ROWS), min_path=st.sampled_from([None, 0.3]))
+        def traverse_from_an_edge(self, data: st.DataObject, depth: int, direction: str, limit: int,
+                                  min_path: float | None) -> None:
+            picked = self.pick_source(data)
+            if picked is not None:
+                tenant, name, when = picked
+                self.traverse_named(tenant, when, name, depth, direction, limit, None, min_path, None)
 
         @invariant()
         def each_tenant_sees_its_own_graph(self) -> None:
