@@ -24,7 +24,8 @@ sql/420_temporal_graph.sql and docs/documents.md promise:
   max_rows is 54000 naming entity; graph_neighbors_as_of walks outgoing windows breadth first, each entity once,
   a level by source, most mentioned first, then target and type, at most limit rows (22023 naming limit below 1);
 - a source packet must be visible (23503) and shared (22023), naming source_packet;
-- nothing of one tenant is seen from the other.
+- every member of a tenant (an organization's too) reads and writes the same graph; nothing of one tenant is seen
+  from the other.
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ def combine(old: float, new: float) -> float:
     return 1 - (1 - old) * (1 - new)
 
 
+ORG_X = uuid.UUID("0000000a-0000-0000-0000-00000000000a")
 _runs = itertools.count(1)
 TENANTS = st.sampled_from([TENANT_A, TENANT_A, TENANT_A, TENANT_B])
 NAMES = st.tuples(st.integers(0, 4), st.integers(0, 3))
@@ -171,8 +173,10 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
 
         def call(self, tenant: uuid.UUID, what: Callable[[TenantSession], T],
                  user: str = "alice") -> tuple[T | None, MemsubError | None]:
+            """``what`` in a context of the tenant: alice's (no organization), or bob's in organization X."""
             def run() -> T:
-                with app.tenant(tenant, user_id=self.users[user]) as session:
+                org = ORG_X if user == "bob_org" else None
+                with app.tenant(tenant, org_id=org, user_id=self.users[user.removesuffix("_org")]) as session:
                     return what(session)
             return attempt(run)
 
@@ -231,10 +235,14 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
               end=NAMES, lo=st.integers(0, TIMES - 1),
               length=st.none() | st.integers(-1, 3), confidence=st.sampled_from([0.0, 0.5, 0.9, 0.5, 0.9, 1.5]),
               packet=st.sampled_from([None] * 5 + ["shared", "mine_private", "bobs_private"]),
-              blank=st.sampled_from([None] * 8 + ["source_entity", "target_entity"]))
+              blank=st.sampled_from([None] * 8 + ["source_entity", "target_entity"]),
+              writer=st.sampled_from(["alice", "alice", "bob_org"]))
         def add(self, tenant: uuid.UUID, source: tuple[int, int], type_: str, spelling: int,
                 end: tuple[int, int], lo: int, length: int | None, confidence: float, packet: str | None,
-                blank: str | None) -> None:
+                blank: str | None, writer: str) -> None:
+            """An edge is the tenant's, whichever member draws it (an organization's included)."""
+            if writer == "bob_org":
+                packet = None
             graph = self.graphs[tenant]
             src, dst = self.spell(*source), self.spell(*end)
             if blank == "source_entity":
@@ -247,7 +255,7 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
             packet_id = None if packet is None else self.packets[packet]
             edge, error = self.call(tenant, lambda s: s.graph.temporal_edge_add(
                 src, spelled, dst, valid_from=at(lo), valid_until=None if hi is None else at(hi),
-                confidence=confidence, source_packet=packet_id))
+                confidence=confidence, source_packet=packet_id), writer)
             if blank is not None:
                 refused(error, "22023", blank)
                 return
@@ -557,9 +565,10 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
             if not hasattr(self, "graphs"):
                 return
             knows = self.typed("knows")
-            for tenant, graph in self.graphs.items():
+            for tenant, viewer in [(TENANT_A, "alice"), (TENANT_A, "bob_org"), (TENANT_B, "alice")]:
+                graph = self.graphs[tenant]
                 found, error = self.call(tenant, lambda s: s.graph.edges_as_of(
-                    at(TIMES + 1), relationship_type=knows))
+                    at(TIMES + 1), relationship_type=knows), viewer)
                 expected = [w.row() for w in graph.windows if w.holds(TIMES + 1) and w.type == knows]
                 if len(expected) > MAX_ROWS:
                     refused(error, "54000", "entity")
