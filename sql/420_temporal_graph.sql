@@ -169,33 +169,42 @@ language plpgsql volatile security definer
 set search_path = pg_catalog, memsub, pg_temp
 as $$
 declare
-    v_busy integer;
-    v_i    integer;
+    v_busy    integer;  -- the end the last try found locked
+    v_waited  integer;  -- the end this try waits for, alone
+    v_waiting boolean := false;
+    v_i       integer;
 begin
     if current_setting('transaction_isolation') <> 'read committed' then
         return;  -- as memsub._lock_graph_node
     end if;
     loop
+        v_waited := v_busy;
         begin
+            -- Holding none of the ends yet: the one the last try found locked is waited for here, alone. A
+            -- lock_timeout that ends this wait is the caller's error (55P03), not a reason to try again.
+            if v_waited is not null then
+                v_waiting := true;
+                perform memsub._lock_graph_node(p_tenant, p_node_types[v_waited], p_nodes[v_waited]);
+                v_waiting := false;
+            end if;
             for v_i in 1 .. coalesce(cardinality(p_nodes), 0) loop
-                v_busy := v_i;
-                if p_node_types[v_i] = 'Document' then
-                    perform from memsub.document_index d
-                     where d.tenant_id = p_tenant and d.id = p_nodes[v_i] for share nowait;
-                elsif p_node_types[v_i] = 'Memory' then
-                    perform from memsub.memory_entries m
-                     where m.tenant_id = p_tenant and m.id = p_nodes[v_i] for share nowait;
+                if v_i is distinct from v_waited then
+                    v_busy := v_i;
+                    if p_node_types[v_i] = 'Document' then
+                        perform from memsub.document_index d
+                         where d.tenant_id = p_tenant and d.id = p_nodes[v_i] for share nowait;
+                    elsif p_node_types[v_i] = 'Memory' then
+                        perform from memsub.memory_entries m
+                         where m.tenant_id = p_tenant and m.id = p_nodes[v_i] for share nowait;
+                    end if;
                 end if;
             end loop;
             return;
         exception when lock_not_available then
-            -- Every end this round locked is released: wait for the busy one alone, then release it too.
-            begin
-                perform memsub._lock_graph_node(p_tenant, p_node_types[v_busy], p_nodes[v_busy]);
-                raise exception using errcode = 'MSWTD';
-            exception when sqlstate 'MSWTD' then
-                null;
-            end;
+            -- Rolling back the subtransaction released every end it locked; v_busy names the one that was busy.
+            if v_waiting then
+                raise;
+            end if;
         end;
     end loop;
 end
@@ -206,8 +215,9 @@ comment on function memsub._lock_graph_nodes(uuid, text[], uuid[]) is
     'pairwise) until the transaction ends, as memsub._lock_graph_node does for one, without ever waiting while '
     'holding one of them: all are locked at once (NOWAIT) or none, and a busy one is waited for alone before the '
     'next try. So an edge writer never deadlocks with a transaction superseding both ends one after the other. '
-    'Other node types, and transactions not under READ COMMITTED: nothing. Owned by memsub_retrieval_owner '
-    '(BYPASSRLS); executable only by memsub_owner, whose callers pass their context''s tenant.';
+    'A lock_timeout ending that wait raises 55P03 (lock_not_available) as before. Other node types, and '
+    'transactions not under READ COMMITTED: nothing. Owned by memsub_retrieval_owner (BYPASSRLS); executable only '
+    'by memsub_owner, whose callers pass their context''s tenant.';
 grant execute on function memsub._lock_graph_nodes(uuid, text[], uuid[]) to memsub_owner;
 
 create or replace function memsub._refuse_superseded_node(p_type text, p_id text, p_field text,

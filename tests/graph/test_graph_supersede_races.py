@@ -135,3 +135,20 @@ def test_an_edge_drawn_between_two_versions_a_transaction_supersedes_one_after_t
     assert isinstance(call.error, psycopg.Error), call.result
     assert (call.error.sqlstate, call.error.diag.column_name) == ("55000", "source_entity"), call.error
     assert _open_edges(db, first) + _open_edges(db, second) == 0
+
+
+def test_a_lock_timeout_while_an_edge_waits_for_a_superseded_end_is_the_callers_error(db):
+    """An edge writer that finds an end locked waits for it alone, then tries both again. The lock_timeout its
+    transaction set ends that wait as any other: 55P03 (lock_not_available), not another try."""
+    first, second = _two_versions(db)
+    with db.connect("app") as superseder, db.connect("app") as drawer:
+        set_context(superseder, TENANT_A, user=ALICE)
+        superseder.execute("select memsub.memory_write(%s, 'first', '{\"n\": 2}', 1)", [NOTES])
+        set_context(drawer, TENANT_A, user=ALICE)
+        drawer.execute("set local lock_timeout = '100ms'")
+        with pytest.raises(psycopg.errors.LockNotAvailable):
+            drawer.execute("select memsub.temporal_edge_add(%s, 'about', %s, p_source_type => 'Memory', "
+                           "p_target_type => 'Memory')", [second, first])
+        drawer.rollback()
+        superseder.commit()
+    assert _open_edges(db, first) + _open_edges(db, second) == 0
