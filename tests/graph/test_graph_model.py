@@ -24,6 +24,10 @@ sql/420_temporal_graph.sql and docs/documents.md promise:
   max_rows is 54000 naming entity; graph_neighbors_as_of walks outgoing windows breadth first, each entity once,
   a level by source, most mentioned first, then target and type, at most limit rows (22023 naming limit below 1);
 - a source packet must be visible (23503) and shared (22023), naming source_packet;
+- a Memory node (a version of a memory entry of alice's user: namespace) is an end only for alice (23503 naming
+  the end for another member); a new version of its key closes the windows naming the old one that hold now or
+  later (deleting those that would start later), and a window drawn to it that would hold after then is refused
+  (55000 naming the end);
 - every member of a tenant (an organization's too) reads and writes the same graph; nothing of one tenant is seen
   from the other.
 """
@@ -79,9 +83,10 @@ class Window:
     type: str
     target: str
     lo: int
-    hi: int | None
+    hi: float | None  # NOW: closed when a Memory node was superseded, at hi_at
     mentions: int = 1
     confidence: float = 0.5
+    hi_at: datetime | None = None
 
     @property
     def keys(self) -> tuple[str, str, str]:
@@ -92,8 +97,16 @@ class Window:
         return self.lo <= moment and (self.hi is None or moment < self.hi)
 
     def row(self) -> tuple[Any, ...]:
-        return (self.source, self.type, self.target, at(self.lo), None if self.hi is None else at(self.hi),
-                self.mentions)
+        until = self.hi_at if self.hi_at is not None else None if self.hi is None else at(int(self.hi))
+        return (self.source, self.type, self.target, at(self.lo), until, self.mentions)
+
+
+@dataclass
+class MemoryNode:
+    """A version of one of alice's memory keys (user: namespace: hers alone) as a graph node."""
+
+    id: str
+    superseded_at: datetime | None = None
 
 
 @dataclass
@@ -153,6 +166,7 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
             self.suffix = f"r{run}"
             self.users = {"alice": uuid.UUID(int=run * 16 + 1), "bob": uuid.UUID(int=run * 16 + 2)}
             self.graphs = {TENANT_A: Graph(), TENANT_B: Graph()}
+            self.memories: dict[int, list[MemoryNode]] = {}  # alice's key -> its versions, oldest first
             self.packets: dict[str, uuid.UUID] = {}
             for name, user, scope in [("shared", "alice", "shared"), ("mine_private", "alice", "l-private"),
                                       ("bobs_private", "bob", "l-private")]:
@@ -283,6 +297,74 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
                     edge.valid_until, edge.mention_count) == new.row()
             assert edge.confidence == pytest.approx(confidence)
 
+        # Memory nodes -------------------------------------------------------------------------------------------
+
+        @rule(memory_key=st.integers(0, 1))
+        def remember(self, memory_key: int) -> None:
+            """A new version of one of alice's keys supersedes the last: the windows of the edges naming that
+            version that still hold now or later end now; those that would start only later go."""
+            versions = self.memories.setdefault(memory_key, [])
+            namespace = f"user:{self.users['alice']}:graph"
+            written, error = self.call(TENANT_A, lambda s: s.memory.write(
+                namespace, f"k{memory_key}", {"v": len(versions)}, expected_version=len(versions) or None))
+            assert error is None and written is not None, error
+            if versions:
+                old = versions[-1]
+                old.superseded_at = written.created_at
+                graph = self.graphs[TENANT_A]
+                naming = [w for w in graph.windows if old.id in (key(w.source), key(w.target))
+                          and (w.hi is None or w.hi > NOW)]
+                for w in naming:
+                    if w.lo > NOW:
+                        graph.windows.remove(w)
+                    else:
+                        w.hi, w.hi_at = NOW, written.created_at
+            versions.append(MemoryNode(str(written.id)))
+
+        @rule(memory_key=st.integers(0, 1), version=st.integers(0, 3), at_source=st.booleans(), other=NAMES,
+              lo=st.integers(0, TIMES - 1), length=st.none() | st.integers(-1, 3), upper=st.booleans(),
+              writer=st.sampled_from(["alice", "alice", "bob_org"]))
+        def add_memory_edge(self, memory_key: int, version: int, at_source: bool, other: tuple[int, int], lo: int,
+                            length: int | None, upper: bool, writer: str) -> None:
+            """An edge to a Memory node (a version of a memory entry): only a visible one (23503), and not a
+            superseded one when the window would hold after it was superseded (55000), naming the end."""
+            versions = self.memories.get(memory_key)
+            if not versions:
+                return
+            node = versions[min(version, len(versions) - 1)]
+            graph = self.graphs[TENANT_A]
+            name = node.id.upper() if upper else node.id
+            entity = self.spell(*other)
+            src, dst = (name, entity) if at_source else (entity, name)
+            types = ("Memory", "Entity") if at_source else ("Entity", "Memory")
+            end = "source_entity" if at_source else "target_entity"
+            about = self.typed("about")
+            hi = None if length is None else lo + length
+            edge, error = self.call(TENANT_A, lambda s: s.graph.temporal_edge_add(
+                src, about, dst, valid_from=at(lo), valid_until=None if hi is None else at(hi),
+                source_type=types[0], target_type=types[1]), writer)  # type: ignore[arg-type]
+            if writer == "bob_org":
+                refused(error, "23503", end)
+                return
+            if hi is not None and hi <= lo:
+                refused(error, "22023", "valid_until")
+                return
+            if node.superseded_at is not None and (hi is None or at(hi) > node.superseded_at):
+                refused(error, "55000", end)
+                return
+            stored = (node.id, collapse(entity)) if at_source else (collapse(entity), node.id)
+            new = Window(stored[0], about, stored[1], lo, hi)
+            if any(w.keys == new.keys and (hi is None or w.lo < hi) and (w.hi is None or lo < w.hi)
+                   for w in graph.windows):
+                refused(error, "23P01", "valid_period")
+                return
+            assert error is None, error
+            assert edge is not None
+            graph.windows.append(new)
+            assert (edge.source_entity, edge.relationship_type, edge.target_entity, edge.valid_from,
+                    edge.valid_until, edge.mention_count) == new.row()
+            assert (edge.source_type, edge.target_type) == types
+
         @rule(tenant=TENANTS, source=NAMES,
               type_=st.sampled_from(TYPES), end=NAMES,
               until=st.integers(0, TIMES))
@@ -309,9 +391,10 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
 
         def pick_open(self, data: st.DataObject) -> tuple[uuid.UUID, str, str, str] | None:
             """An open window's tenant, spellings (as stored) and type, if there is one."""
-            choices = [(t, w.source, w.target, w.type) for t, g in self.graphs.items() for w in g.windows
-                       if w.hi is None]
-            return data.draw(st.sampled_from(sorted(choices, key=str))) if choices else None
+            # In the order they were drawn (memory node ids differ from one run of an example to the next).
+            choices = list(dict.fromkeys((t, w.source, w.target, w.type) for t, g in self.graphs.items()
+                                         for w in g.windows if w.hi is None))
+            return data.draw(st.sampled_from(choices)) if choices else None
 
         @rule(data=st.data(), until=st.integers(1, TIMES))
         def close_an_open_window(self, data: st.DataObject, until: int) -> None:
@@ -533,8 +616,8 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
         def pick_source(self, data: st.DataObject) -> tuple[uuid.UUID, str, int] | None:
             """A tenant, the stored spelling of the source or target of one of its windows, and a time the window
             holds at (its start), if there is one: the reads from there find at least that edge."""
-            choices = sorted({(t, end, w.lo) for t, g in self.graphs.items() for w in g.windows
-                              for end in (w.source, w.target)}, key=str)
+            choices = list(dict.fromkeys((t, end, w.lo) for t, g in self.graphs.items() for w in g.windows
+                                         for end in (w.source, w.target)))
             return data.draw(st.sampled_from(choices)) if choices else None
 
         @rule(data=st.data(), depth=st.integers(1, 3), limit=st.integers(1, MAX_ROWS))
