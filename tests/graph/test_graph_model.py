@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule, run_state_machine_as_test
 
@@ -319,6 +319,8 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
                         graph.windows.remove(w)
                     else:
                         w.hi, w.hi_at = NOW, written.created_at
+                for when in (3, None, TIMES - 1):  # before, at and after the supersession
+                    self.read_named(TENANT_A, when, old.id, None)
             versions.append(MemoryNode(str(written.id)))
 
         @rule(memory_key=st.integers(0, 1), version=st.integers(0, 3), at_source=st.booleans(), other=NAMES,
@@ -661,6 +663,9 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
                                e.mention_count) for e in found) == sorted(expected, key=str)
                 assert all(e.relationship_type == knows for e in found)
 
+    # No shrinking: memory node ids differ from one run of an example to the next, and shrinking a failure took
+    # minutes; the failing sequence is reported as generated.
     run_state_machine_as_test(GraphMachine, settings=settings(
         max_examples=30 * soak_factor(), stateful_step_count=40, deadline=None, derandomize=True,
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
         suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]))
