@@ -3410,6 +3410,56 @@ ALTER FUNCTION memsub._lock_graph_node(p_tenant uuid, p_node_type text, p_node u
 
 COMMENT ON FUNCTION memsub._lock_graph_node(p_tenant uuid, p_node_type text, p_node uuid, p_superseding boolean) IS 'Internal: locks the row of a Document or Memory node (a document version, a memory entry version) of the tenant until the transaction ends: FOR SHARE for a writer of an edge naming it, FOR NO KEY UPDATE (p_superseding) for a writer superseding it, so that each waits for the other and then sees what it did. Other node types, and transactions not under READ COMMITTED: nothing. Owned by memsub_retrieval_owner (BYPASSRLS): the row is locked whoever may change it. Executable only by memsub_owner, whose callers pass their context''s tenant.';
 
+CREATE FUNCTION memsub._lock_graph_nodes(p_tenant uuid, p_node_types text[], p_nodes uuid[]) RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+declare
+    v_busy    integer;  -- the end the last try found locked
+    v_waited  integer;  -- the end this try waits for, alone
+    v_waiting boolean := false;
+    v_i       integer;
+begin
+    if current_setting('transaction_isolation') <> 'read committed' then
+        return;  -- as memsub._lock_graph_node
+    end if;
+    loop
+        v_waited := v_busy;
+        begin
+            -- Holding none of the ends yet: the one the last try found locked is waited for here, alone. A
+            -- lock_timeout that ends this wait is the caller's error (55P03), not a reason to try again.
+            if v_waited is not null then
+                v_waiting := true;
+                perform memsub._lock_graph_node(p_tenant, p_node_types[v_waited], p_nodes[v_waited]);
+                v_waiting := false;
+            end if;
+            for v_i in 1 .. coalesce(cardinality(p_nodes), 0) loop
+                if v_i is distinct from v_waited then
+                    v_busy := v_i;
+                    if p_node_types[v_i] = 'Document' then
+                        perform from memsub.document_index d
+                         where d.tenant_id = p_tenant and d.id = p_nodes[v_i] for share nowait;
+                    elsif p_node_types[v_i] = 'Memory' then
+                        perform from memsub.memory_entries m
+                         where m.tenant_id = p_tenant and m.id = p_nodes[v_i] for share nowait;
+                    end if;
+                end if;
+            end loop;
+            return;
+        exception when lock_not_available then
+            -- Rolling back the subtransaction released every end it locked; v_busy names the one that was busy.
+            if v_waiting then
+                raise;
+            end if;
+        end;
+    end loop;
+end
+$$;
+
+ALTER FUNCTION memsub._lock_graph_nodes(p_tenant uuid, p_node_types text[], p_nodes uuid[]) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._lock_graph_nodes(p_tenant uuid, p_node_types text[], p_nodes uuid[]) IS 'Internal: share-locks the rows of the Document and Memory nodes among the ends of an edge (types and ids, pairwise) until the transaction ends, as memsub._lock_graph_node does for one, without ever waiting while holding one of them: all are locked at once (NOWAIT) or none, and a busy one is waited for alone before the next try. So an edge writer never deadlocks with a transaction superseding both ends one after the other. A lock_timeout ending that wait raises 55P03 (lock_not_available) as before. Other node types, and transactions not under READ COMMITTED: nothing. Owned by memsub_retrieval_owner (BYPASSRLS); executable only by memsub_owner, whose callers pass their context''s tenant.';
+
 CREATE FUNCTION memsub._lock_packet_threads(p_tenant uuid, p_threads uuid[]) RETURNS void
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
@@ -12383,6 +12433,9 @@ begin
             memsub._check_limit(pg_column_size(p_evidence), 'max_json_bytes', 'evidence');
     perform memsub._check_stored_time(p_valid_from, 'valid_from');
     perform memsub._check_unit(p_confidence, 'confidence');
+    perform memsub._lock_graph_nodes(v_tenant, array[p_source_type, p_target_type],
+                                     array[case when p_source_type in ('Document', 'Memory') then v_source::uuid end,
+                                           case when p_target_type in ('Document', 'Memory') then v_target::uuid end]);
     perform memsub._refuse_superseded_node(p_source_type, v_source, 'source_entity', null),
             memsub._refuse_superseded_node(p_target_type, v_target, 'target_entity', null);
     v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
@@ -12720,6 +12773,10 @@ begin
         raise exception 'field "valid_until" (%) must be after valid_from (%)', p_valid_until, v_from
             using errcode = '22023', column = 'valid_until';
     end if;
+    -- Both ends locked at once, never one held while the other is waited for (memsub._lock_graph_nodes).
+    perform memsub._lock_graph_nodes(v_tenant, array[p_source_type, p_target_type],
+                                     array[case when p_source_type in ('Document', 'Memory') then v_source::uuid end,
+                                           case when p_target_type in ('Document', 'Memory') then v_target::uuid end]);
     perform memsub._refuse_superseded_node(p_source_type, v_source, 'source_entity', p_valid_until),
             memsub._refuse_superseded_node(p_target_type, v_target, 'target_entity', p_valid_until);
     v_packet := memsub._require_shared_packet(memsub._visible_packet(p_source_packet, 'source_packet'), 'source_packet');
@@ -17800,6 +17857,9 @@ REVOKE ALL ON FUNCTION memsub._link_document_chunks(p_document_id uuid, p_count 
 
 REVOKE ALL ON FUNCTION memsub._lock_graph_node(p_tenant uuid, p_node_type text, p_node uuid, p_superseding boolean) FROM PUBLIC;
 GRANT ALL ON FUNCTION memsub._lock_graph_node(p_tenant uuid, p_node_type text, p_node uuid, p_superseding boolean) TO memsub_owner;
+
+REVOKE ALL ON FUNCTION memsub._lock_graph_nodes(p_tenant uuid, p_node_types text[], p_nodes uuid[]) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._lock_graph_nodes(p_tenant uuid, p_node_types text[], p_nodes uuid[]) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._lock_packet_threads(p_tenant uuid, p_threads uuid[]) FROM PUBLIC;
 
