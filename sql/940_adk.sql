@@ -331,7 +331,7 @@ comment on function memsub.adk_session_append_event(text, text, text, jsonb, dou
 -- The text is composed to Unicode NFC first (docs/decisions.md, "One Unicode composition"): a combining accent is
 -- no letter, so "café" typed as e and U+0301 (as macOS and some extractors give it) was cut to the word "cafe",
 -- which missed the memories that say "café" with one é and found those that say "cafe". The words stored with a
--- memory are this function's (migration 2.52.0 recomputed those stored before).
+-- memory are this function's (migration 2.51.0 recomputed those stored before).
 create or replace function memsub._adk_words(p_text text) returns text[]
 language sql immutable security invoker parallel safe
 set search_path = pg_catalog, pg_temp

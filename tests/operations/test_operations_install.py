@@ -962,11 +962,11 @@ def _check_deleted_session_work(dsn: str, _: Any = None) -> None:
     assert seen == {"alice": [1, 1, 1], "bob": [0, 0, 0]}
 
 
-def _adk_memories_before_2_52_0(dsn: str, migrator: Migrator) -> None:
-    """A database at the release before 2.52.0 holding an ADK memory whose text spells "café" with a combining
+def _adk_memories_before_2_51_0(dsn: str, migrator: Migrator) -> None:
+    """A database at the release before 2.51.0 holding an ADK memory whose text spells "café" with a combining
     accent (stored with the word "cafe", as _adk_words cut it then) and one whose text is composed already."""
     versions = [m.version_text for m in migrator.migrations]
-    migrator.migrate(versions[versions.index("2.52.0") - 1])
+    migrator.migrate(versions[versions.index("2.51.0") - 1])
     with psycopg.connect(dsn, autocommit=True) as conn:
         for event, text, words in [("e1", unicodedata.normalize("NFD", "Café au lait"), ["au", "cafe", "lait"]),
                                    ("e2", "Zoë was here", ["here", "was", "zoë"])]:
@@ -1010,7 +1010,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
     "2.49.0 records each tenant erasure": (_before_2_49_0, _check_erasure_record),
     "2.50.0 keeps a deleted session's tasks, agents and checkpoints for its user": (_session_work_before_2_50_0,
                                                                                    _check_deleted_session_work),
-    "2.52.0 takes an ADK memory's words from its composed text": (_adk_memories_before_2_52_0,
+    "2.51.0 takes an ADK memory's words from its composed text": (_adk_memories_before_2_51_0,
                                                                    _check_adk_memory_words),
 }
 
@@ -1084,7 +1084,7 @@ FORCED: dict[str, tuple[tuple[str, ...], bool]] = {
     "2.46.0 renames the internal routines in place": (("packet_store",), True),
     "2.47.0 rebuilds two materialized views and fills them again": (("entity_relationships", "packet_store"), True),
     "2.48.0 keeps a user's access records for that user": (("memory_access_log",), True),
-    "2.52.0 takes an ADK memory's words from its composed text": (("adk_memories",), True),
+    "2.51.0 takes an ADK memory's words from its composed text": (("adk_memories",), True),
 }
 
 

@@ -1,4 +1,4 @@
--- memsub 2.52.0: the words of an ADK memory are those of its text composed to Unicode NFC (memsub._adk_words,
+-- memsub 2.51.0: the words of an ADK memory are those of its text composed to Unicode NFC (memsub._adk_words,
 -- sql/940_adk.sql). A combining accent is no letter, so a text that spelled "café" as e and U+0301 was stored with
 -- the word "cafe": a query typed with one é missed it, and a query of "cafe" found it. The words of the memories
 -- written before are taken again from their text; a text that is NFC already keeps the words it has. The
