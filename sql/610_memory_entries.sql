@@ -56,28 +56,39 @@ comment on function memsub._check_memory_address(text, text) is
 
 -- The context's session id names its session: namespace only where the context may see that session. A context
 -- naming a session of another organization (which the sessions' org_isolation policy hides from it) reads and
--- writes none of its memory, as it reads and writes none of its state; an id that no session of the tenant has
--- names the namespace of the contexts naming it, as before sessions existed. Owned by memsub_retrieval_owner
--- (BYPASSRLS) to tell a hidden session from no session: it returns the context's own session id or NULL.
+-- writes none of its memory, as it reads and writes none of its state. An id that no session of the tenant has
+-- names the namespace of the contexts naming it, as before sessions existed, unless it was the id of a deleted
+-- session (memsub.deleted_sessions, written by memsub.session_delete): the memory that session left is its user's
+-- (and admins'), as its tasks are, so that an id freed by a deletion is no way into it (2.53.0). Owned by
+-- memsub_retrieval_owner (BYPASSRLS) to tell a hidden or deleted session from no session: it returns the
+-- context's own session id or NULL.
 create or replace function memsub._context_session_namespace() returns text
 language sql stable security definer parallel safe
 set search_path = pg_catalog, memsub, pg_temp
 as $$
     select c.session_id
       from (select memsub.current_session_id() as session_id) c
-     where not exists (select from memsub.sessions s
-                        where s.tenant_id = memsub.current_tenant_id() and s.id = c.session_id
-                          and s.org_id is distinct from memsub.current_org_id() and s.org_id is not null
-                          and not memsub._caller_is_admin())
+     where memsub._caller_is_admin()
+        or (not exists (select from memsub.sessions s
+                         where s.tenant_id = memsub.current_tenant_id() and s.id = c.session_id
+                           and s.org_id is distinct from memsub.current_org_id() and s.org_id is not null)
+            and (exists (select from memsub.sessions s
+                          where s.tenant_id = memsub.current_tenant_id() and s.id = c.session_id)
+                 or not exists (select from memsub.deleted_sessions d
+                                 where d.tenant_id = memsub.current_tenant_id() and d.session_id = c.session_id
+                                   and d.user_id is distinct from memsub.current_user_id())))
 $$;
 alter function memsub._context_session_namespace() owner to memsub_retrieval_owner;
 comment on function memsub._context_session_namespace() is
     'Internal: the context''s session id when its session:<id> memory is the context''s (the session of that id is '
-    'visible to the context, or the tenant has no session of that id), else NULL (the session is of another '
-    'organization). Owned by memsub_retrieval_owner (BYPASSRLS), so that a hidden session counts; returns no '
-    'more than the context''s own session id. Read by the memory_entries policies and functions.';
-grant select on memsub.sessions to memsub_retrieval_owner;
+    'visible to the context; or the tenant has no session of that id and had none that was deleted, or the '
+    'deleted one was the context user''s: memsub.deleted_sessions), else NULL (the session is of another '
+    'organization, or was another user''s deleted session). Admin contexts get their session id. Owned by '
+    'memsub_retrieval_owner (BYPASSRLS), so that a hidden or deleted session counts; returns no more than the '
+    'context''s own session id. Read by the memory_entries policies and functions.';
+grant select on memsub.sessions, memsub.deleted_sessions to memsub_retrieval_owner;
 grant execute on function memsub.current_session_id(), memsub.current_tenant_id(), memsub.current_org_id(),
+    memsub.current_user_id(),
     memsub._caller_is_admin()
     to memsub_retrieval_owner;
 -- Every role whose reads and writes of memory_entries the policies check: the logins' group roles and memsub_owner,

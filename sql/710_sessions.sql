@@ -164,6 +164,27 @@ $$;
 comment on function memsub._apply_state_delta(jsonb, jsonb) is
     'Merges a state delta into a state: keys with a value are set, keys whose value is JSON null are removed.';
 
+-- A deleted session's id stays its user's (memsub.deleted_sessions, 2.53.0): the session:<id> memory it left is
+-- read and written by that user and admins alone (memsub._context_session_namespace), and a session of another
+-- user given the id would make the id visible, and the memory with it, to the contexts naming it. Owned by
+-- memsub_retrieval_owner (BYPASSRLS), as a row of another user or organization must count; returns a boolean.
+create or replace function memsub._session_id_kept_for_another_user(p_session_id text) returns boolean
+language sql stable security definer
+set search_path = pg_catalog, memsub, pg_temp
+as $$
+    select exists (select from memsub.deleted_sessions d
+                    where d.tenant_id = memsub._require_tenant_id() and d.session_id = p_session_id
+                      and d.user_id is distinct from memsub.current_user_id())
+$$;
+alter function memsub._session_id_kept_for_another_user(text) owner to memsub_retrieval_owner;
+comment on function memsub._session_id_kept_for_another_user(text) is
+    'Internal to session_create: true when a session of this id of the context tenant was deleted '
+    '(memsub.deleted_sessions) and its user is not the context user (owned by memsub_retrieval_owner, BYPASSRLS, '
+    'so that every user''s and organization''s deleted sessions count). Executable only by memsub_owner.';
+grant select on memsub.deleted_sessions to memsub_retrieval_owner;
+grant execute on function memsub._require_tenant_id(), memsub.current_user_id() to memsub_retrieval_owner;
+grant execute on function memsub._session_id_kept_for_another_user(text) to memsub_owner;
+
 create or replace function memsub.session_create(
     p_session_id text  default null,
     p_project_id text  default null,
@@ -209,6 +230,14 @@ begin
         raise exception 'session "%" already exists', coalesce(p_session_id, '')
             using errcode = '23505', column = 'session_id';
     end if;
+    -- After the insert, not before: an insert of the id of a session being deleted waits for the deletion, and
+    -- this statement then sees the row the deletion wrote. The error undoes the insert.
+    if memsub._session_id_kept_for_another_user(v_session.id) then
+        raise exception 'session "%" was another user''s deleted session: its id is not given to another user',
+            v_session.id
+            using errcode = '23505', column = 'session_id',
+                  hint = 'Create the session with another id (or none, for a generated one).';
+    end if;
     perform memsub._audit_record('session_create', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('project_id', p_project_id, 'app_name', p_app_name));
     return v_session;
@@ -216,7 +245,8 @@ end
 $$;
 comment on function memsub.session_create(text, text, text, jsonb) is
     'Creates an active session for the context user (id generated when NULL), in a project and app, with an initial '
-    'state (namespaced keys, checked like a state delta). Audited as session_create. 23505 when the id exists.';
+    'state (namespaced keys, checked like a state delta). Audited as session_create. 23505 naming session_id '
+    'when the id exists, or was the id of a deleted session of another user (memsub.deleted_sessions).';
 
 create or replace function memsub.session_append_event(
     p_session_id  text,
@@ -482,6 +512,12 @@ begin
      where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id;
     update memsub.agents a set deleted_session_user_id = v_session.user_id
      where a.tenant_id = v_session.tenant_id and a.session_id = v_session.id;
+    -- Whose the id was: its session:<id> memory entries stay, and stay that user's (memsub._context_session_namespace),
+    -- and session_create gives the id to no other user. A row of an earlier deletion of the id is that user's
+    -- already (session_create gave the id to no one else): the deletion's organization and time are the latest.
+    insert into memsub.deleted_sessions as d (tenant_id, session_id, user_id, org_id)
+    values (v_session.tenant_id, v_session.id, v_session.user_id, v_session.org_id)
+    on conflict (tenant_id, session_id) do update set org_id = excluded.org_id, deleted_at = excluded.deleted_at;
     delete from memsub.sessions s where s.tenant_id = v_session.tenant_id and s.id = v_session.id;
     return found;
 end
@@ -490,8 +526,10 @@ comment on function memsub.session_delete(text) is
     'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory '
     'entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2); checkpoints lose their copy '
     'of its state, and its tasks, agents and checkpoints record the session''s user in deleted_session_user_id, '
-    'which keeps them readable by that user and admins only. Waits for the transactions referring to the session. '
-    'Audited as session_delete.';
+    'which keeps them readable by that user and admins only. Records the session''s id, user and organization in '
+    'memsub.deleted_sessions: its session:<id> memory entries stay readable and writable by that user and admins '
+    'only, and no other user may create a session with the id. Waits for the transactions referring to the '
+    'session. Audited as session_delete.';
 
 create or replace function memsub.session_get_events(
     p_session_id     text,
@@ -545,7 +583,16 @@ comment on policy session_event_access on memsub.session_events is
     'An event is visible where its session is: to the session''s user and to the context whose session_id names '
     'it; admins pass.';
 
-grant select on memsub.sessions, memsub.session_events to memsub_app, memsub_analyst;
+-- A deleted session's record is its user's, in its organization; admins pass.
+call memsub._install_row_security('memsub.deleted_sessions', array['org']);
+
+call memsub._ensure_policy('memsub.deleted_sessions', 'deleted_session_access', $create$create policy deleted_session_access on memsub.deleted_sessions as restrictive for all to public
+    using (user_id = (select memsub.current_user_id())
+           or (select memsub._caller_is_admin()))$create$);
+comment on policy deleted_session_access on memsub.deleted_sessions is
+    'The record of a deleted session is visible to the session''s user; admins pass.';
+
+grant select on memsub.sessions, memsub.session_events, memsub.deleted_sessions to memsub_app, memsub_analyst;
 grant execute on function
     memsub.session_create(text, text, text, jsonb),
     memsub.session_append_event(text, jsonb, jsonb),

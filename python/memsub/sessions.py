@@ -146,7 +146,8 @@ class Checkpoint(BaseModel):
 def session_create(session_id: str | None = None, *, project_id: str | None = None, app_name: str | None = None,
                    state: dict[str, Any] | None = None) -> Call[Session]:
     """Create an active session of the context user (memsub.session_create); without ``session_id`` a new id is
-    generated (a UUID), not taken from the context."""
+    generated (a UUID), not taken from the context. An id the tenant has, or that a deleted session of another
+    user had, is refused (``IntegrityError``, 23505 naming session_id)."""
     return function("session_create", {"session_id": session_id, "project_id": project_id, "app_name": app_name,
                                        "state": json_or_none(state)}, one(Session))
 
@@ -199,7 +200,8 @@ def session_terminate(session_id: str, memory_type: MemoryType | None = None, *,
 
 
 def session_delete(session_id: str) -> Call[bool]:
-    """Delete a session (tenant_admin context); what referenced it stays, with session_id NULL."""
+    """Delete a session (tenant_admin context); what referenced it stays, with session_id NULL, and stays the
+    session's user's (its tasks, agents, checkpoints and session:<id> memory)."""
     return function("session_delete", {"session_id": session_id}, scalar(bool))
 
 

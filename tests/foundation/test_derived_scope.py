@@ -94,8 +94,9 @@ def _session_work_seen(conn: Any) -> dict[str, int]:
 def test_a_deleted_sessions_tasks_agents_and_checkpoints_stay_its_users(db: Any) -> None:
     """A task, agent and checkpoint made in Alice's session are read where the session is; once an admin deletes
     the session they stay Alice's (and admins'): Bob, another user of her organization, reads none of them, with
-    no session in his context, naming the deleted session, or in a new session he creates with the same id.
-    Before 2.50.0 the foreign key set their session_id to NULL and Bob read all three (1 each, not 0)."""
+    no session in his context or naming the deleted session, and he cannot create a new session with its id
+    (23505 naming session_id, 2.53.0). Before 2.50.0 the foreign key set their session_id to NULL and Bob read all
+    three (1 each, not 0)."""
     nothing = {"tasks": 0, "agents": 0, "checkpoints": 0}
     everything = {"tasks": 1, "agents": 1, "checkpoints": 1}
     with db.connect("app") as conn:
@@ -120,9 +121,9 @@ def test_a_deleted_sessions_tasks_agents_and_checkpoints_stay_its_users(db: Any)
             assert _session_work_seen(conn) == nothing, session
             conn.rollback()
         set_context(conn, TENANT_A, ORG_1, BOB, session="alice-s")
-        conn.execute("select memsub.session_create('alice-s')")
-        conn.commit()
-        assert _session_work_seen(conn) == nothing
+        with pytest.raises(psycopg.errors.UniqueViolation) as refused:  # the id stays the deleted session's
+            conn.execute("select memsub.session_create('alice-s')")
+        assert refused.value.diag.column_name == "session_id"
         conn.rollback()
         set_context(conn, TENANT_A, ORG_1, CAROL)
         assert _session_work_seen(conn) == nothing
@@ -180,6 +181,60 @@ def test_session_memory_is_read_and_written_only_where_its_session_is_visible(db
                      [json.dumps(SECRET)])
         assert _session_memory_seen(conn, "no-such-session") == {**every, "sessions": 0}
         conn.rollback()
+    with db.connect() as superuser:
+        written = superuser.execute("select namespace, key from memsub.memory_entries").fetchall()
+    assert written == [("session:alice-s:notes", "plan")]
+
+
+def test_a_deleted_sessions_memory_stays_its_users(db: Any) -> None:
+    """Once an admin deletes Alice's session, its session:<id> memory entries stay (the seed keeps a deleted
+    session's data) and stay Alice's and admins': no other context naming the deleted id reads or writes them (Bob
+    of her organization, Carol of another, a context without a user), and no other user can create a session with
+    that id to reach them (23505 naming session_id); Alice may. The record of the deletion
+    (memsub.deleted_sessions) is read by Alice and admins alone. Before 2.53.0 no session had the id any more, so
+    the id named the namespace of every context naming it: Bob and Carol read the entry (1 row in each read, not
+    0) and wrote into the namespace."""
+    every = {"sessions": 0, "memory_entries": 1, "memory_get": 1, "memory_list": 1, "memory_search": 1}
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
+        conn.execute("select memsub.session_create('alice-s')")
+        conn.execute("select memsub.memory_write('session:alice-s:notes', 'plan', %s::jsonb)",
+                     [json.dumps(SECRET)])
+        conn.commit()
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, ORG_2, roles=["tenant_admin"])
+        assert admin.execute("select memsub.session_delete('alice-s')").fetchone()[0] is True
+        admin.commit()
+    with db.connect("app") as conn:
+        for org, user in ((ORG_1, BOB), (ORG_2, CAROL), (ORG_1, None)):
+            set_context(conn, TENANT_A, org, user, session="alice-s")
+            assert _session_memory_seen(conn, "alice-s") == dict.fromkeys(every, 0), user
+            assert conn.execute("select count(*) from memsub.deleted_sessions").fetchone()[0] == 0, user
+            conn.rollback()
+            set_context(conn, TENANT_A, org, user, session="alice-s")
+            with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+                conn.execute("select memsub.memory_write('session:alice-s:notes', 'more', '1')")
+            assert refused.value.diag.column_name == "namespace"
+            conn.rollback()
+        for org, user in ((ORG_1, BOB), (ORG_2, CAROL)):
+            set_context(conn, TENANT_A, org, user, session="alice-s")
+            with pytest.raises(psycopg.errors.UniqueViolation) as refused:
+                conn.execute("select memsub.session_create('alice-s')")
+            assert refused.value.diag.column_name == "session_id"
+            conn.rollback()
+        set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
+        assert _session_memory_seen(conn, "alice-s") == every
+        assert conn.execute("select session_id, user_id, org_id from memsub.deleted_sessions").fetchall() \
+            == [("alice-s", ALICE, ORG_1)]
+        conn.execute("select memsub.memory_write('session:alice-s:notes', 'more', '1')")
+        conn.rollback()
+        set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")  # her own id she may use again
+        conn.execute("select memsub.session_create('alice-s')")
+        assert _session_memory_seen(conn, "alice-s") == {**every, "sessions": 1}
+        conn.rollback()
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, ORG_2, roles=["tenant_admin"], session="alice-s")
+        assert _session_memory_seen(admin, "alice-s") == every
     with db.connect() as superuser:
         written = superuser.execute("select namespace, key from memsub.memory_entries").fetchall()
     assert written == [("session:alice-s:notes", "plan")]

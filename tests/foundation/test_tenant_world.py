@@ -99,6 +99,7 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
     conn.execute("select memsub.record_access('packet', %s, 'planner')", [private["packet_id"]])
     conn.execute("select memsub.session_create(%s)", [session])
     conn.execute("select memsub.session_append_event(%s, '{\"author\": \"user\", \"text\": \"hello\"}')", [session])
+    conn.execute("select memsub.session_create(%s)", [f"{session}-deleted"])  # deleted by the admin below
     task = conn.execute("select id from memsub.task_create('research', '{}', %s)", [session]).fetchone()
     assert task is not None
     conn.execute("select memsub.agent_spawn('planner', %s, %s)", [task[0], session])
@@ -135,6 +136,7 @@ def build_world(conn: psycopg.Connection[Any], tenant: uuid.UUID, org: uuid.UUID
         set_context(admin, tenant, org, user, ["tenant_admin"], session)
         admin.execute("select * from memsub.learn_importance()")
         admin.execute("select * from memsub.create_api_key(%s, %s, %s, p_label => 'world')", [tenant, org, user])
+        admin.execute("select memsub.session_delete(%s)", [f"{session}-deleted"])
         admin.commit()
     # The per-tenant search statistics come from the maintenance task, run by a platform admin.
     with psycopg.connect(conn.info.dsn.replace("memsub_test_app", "memsub_test_platform_admin")) as platform:
