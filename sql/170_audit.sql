@@ -164,22 +164,9 @@ call memsub._ensure_policy('memsub.audit', 'audit_actor_visibility', $create$cre
 comment on policy audit_actor_visibility on memsub.audit is
     'An audit row is visible to the user whose context wrote it (rows without a user: to contexts without a user); admins pass.';
 
--- A row naming a user: or session: namespace (a memory operation) is read where that memory is read
--- (memory_entries.namespace_visibility): by its user, its session, admins. Tenant maintenance writes such rows
--- in an admin context without a user, and a session may write its namespace without one: by the actor rule
--- alone, every context without a user, of any organization or session, read their namespaces and keys. For
--- reads only: writes already follow the namespace write rules.
-call memsub._ensure_policy('memsub.audit', 'audit_namespace_visibility', $create$create policy audit_namespace_visibility on memsub.audit as restrictive for select to public
-    using (namespace is null
-           or split_part(namespace, ':', 1) not in ('user', 'session')
-           or (split_part(namespace, ':', 1) = 'user'
-               and split_part(namespace, ':', 2) = (select memsub.current_user_id()::text))
-           or (split_part(namespace, ':', 1) = 'session'
-               and split_part(namespace, ':', 2) = (select memsub.current_session_id()))
-           or (select memsub._caller_is_admin()))$create$);
-comment on policy audit_namespace_visibility on memsub.audit is
-    'An audit row naming a user: or session: namespace is visible to that user, that session and admins, as the '
-    'memory itself is.';
+-- A row naming a user: or session: namespace (a memory operation) is read where that memory is: the policy
+-- audit_namespace_visibility, created in sql/610_memory_entries.sql, after the function that tells whose a
+-- session: namespace is (memsub._context_session_namespace).
 
 grant select on memsub.audit to memsub_app, memsub_analyst;
 grant execute on function memsub.set_actor(uuid, bigint), memsub.current_agent_id(), memsub.current_task_id(),

@@ -684,6 +684,25 @@ call memsub._ensure_policy('memsub.memory_entries', 'namespace_update', $create$
 comment on policy namespace_update on memsub.memory_entries is
     'Soft deletes and consolidation marks follow the write rules (own user: and session: namespaces; admins anywhere).';
 
+-- The audit rows of memory operations (sql/170_audit.sql) are read where the memory is: a row naming a user: or
+-- session: namespace by that user, by a context whose session: namespace it is (memsub._context_session_namespace:
+-- not of a session of another organization, nor of another user's deleted session), and admins. Tenant maintenance
+-- writes such rows in an admin context without a user, and a session may write its namespace without one: by the
+-- actor rule alone, every context without a user, of any organization or session, read their namespaces and keys.
+-- Created here rather than with the table's other policies: 170 loads before the function exists. For reads only:
+-- writes already follow the namespace write rules.
+call memsub._ensure_policy('memsub.audit', 'audit_namespace_visibility', $create$create policy audit_namespace_visibility on memsub.audit as restrictive for select to public
+    using (namespace is null
+           or split_part(namespace, ':', 1) not in ('user', 'session')
+           or (split_part(namespace, ':', 1) = 'user'
+               and split_part(namespace, ':', 2) = (select memsub.current_user_id()::text))
+           or (split_part(namespace, ':', 1) = 'session'
+               and split_part(namespace, ':', 2) = (select memsub._context_session_namespace()))
+           or (select memsub._caller_is_admin()))$create$);
+comment on policy audit_namespace_visibility on memsub.audit is
+    'An audit row naming a user: or session: namespace is visible to that user, to the contexts whose session: '
+    'namespace it is (memsub._context_session_namespace) and to admins, as the memory itself is.';
+
 grant select on memsub.memory_entries to memsub_app, memsub_analyst;
 grant execute on function
     memsub.memory_write(text, text, jsonb, integer, text, jsonb, vector),

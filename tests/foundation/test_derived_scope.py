@@ -240,6 +240,39 @@ def test_a_deleted_sessions_memory_stays_its_users(db: Any) -> None:
     assert written == [("session:alice-s:notes", "plan")]
 
 
+def test_audit_rows_naming_a_session_namespace_are_read_where_its_memory_is(db: Any) -> None:
+    """An audit row naming a session:<id> namespace (its key, the operation) is read where that memory is
+    (memsub._context_session_namespace): an admin context without a user or organization writes into Alice's
+    session's namespace, and its audit row, of no user and no organization, passes the actor and organization
+    rules for every context without a user. A service of another organization naming the session reads none of
+    it, one of Alice's organization reads it while the session lives, and none once it is deleted. Before, the
+    policy audit_namespace_visibility compared the namespace with the context's session id alone: the other
+    organization's service, and after the deletion Alice's organization's, read the row (1, not 0)."""
+    named = "select count(*) from memsub.audit where namespace like 'session:alice-s%'"
+    with db.connect("app") as conn:
+        set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
+        conn.execute("select memsub.session_create('alice-s')")
+        conn.commit()
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, roles=["tenant_admin"], session="alice-s")
+        admin.execute("select memsub.memory_write('session:alice-s:notes', 'plan', %s::jsonb)", [json.dumps(SECRET)])
+        admin.commit()
+
+    def seen(org: uuid.UUID) -> int:
+        with db.connect("app") as conn:
+            set_context(conn, TENANT_A, org, session="alice-s")
+            return int(conn.execute(named).fetchone()[0])
+
+    assert (seen(ORG_1), seen(ORG_2)) == (1, 0)
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, roles=["tenant_admin"])
+        admin.execute("select memsub.session_delete('alice-s')")
+        admin.commit()
+        set_context(admin, TENANT_A, roles=["tenant_admin"])
+        assert admin.execute(named).fetchone()[0] == 1
+    assert (seen(ORG_1), seen(ORG_2)) == (0, 0)
+
+
 def test_an_event_or_trace_is_as_private_as_the_packet_it_is_recorded_with(db: Any) -> None:
     """An agent event or reasoning trace takes the scope of the packet it is recorded with; recorded without one it
     is shared, read by the writer's organization as a packet written without a scope is, whatever session the
