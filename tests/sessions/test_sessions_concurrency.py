@@ -12,7 +12,7 @@ import psycopg
 import pytest
 
 from helpers import Background, after_commit, blocked_call, started_call
-from session_helpers import ALICE, as_user, ground_truth, new_session, one
+from session_helpers import ALICE, BOB, as_user, ground_truth, new_session, one
 
 
 def test_two_workers_that_create_a_task_and_append_an_event_do_not_deadlock(db):
@@ -169,3 +169,20 @@ def test_a_termination_writes_its_user_keys_over_a_concurrent_memory_write(db):
     assert ground_truth(db, "select version, value from memsub.memory_entries where key = 'style' "
                             "order by version") == [{"version": 1, "value": "verbose"},
                                                     {"version": 2, "value": "terse"}]
+
+
+def test_a_session_created_with_the_id_of_a_session_being_deleted_is_refused(db):
+    """Another user creates a session with the id of Alice's session while an admin's deletion of it is not yet
+    committed: the creation waits for the deletion and is then refused (23505 naming session_id), as after it, so
+    that the id cannot carry Alice's session: memory over to another user's session. Checked before the insert,
+    the deletion's record was not yet visible, and Bob's session was created."""
+    with db.connect("app") as conn:
+        new_session(conn, "s1")
+    with db.connect("tenant_admin") as admin, db.connect("app") as creator:
+        as_user(admin, None, roles=["tenant_admin"])
+        one(admin, "select memsub.session_delete('s1') as deleted")
+        as_user(creator, BOB, "s1")
+        creating = after_commit(db, admin, creator, lambda: one(creator, "select id from memsub.session_create('s1')"))
+    assert isinstance(creating.error, psycopg.errors.UniqueViolation), creating.error or creating.result
+    assert creating.error.diag.column_name == "session_id"
+    assert ground_truth(db, "select count(*) as n from memsub.sessions") == [{"n": 0}]
