@@ -1785,15 +1785,20 @@ CREATE FUNCTION memsub._context_session_namespace() RETURNS text
     AS $$
     select c.session_id
       from (select memsub.current_session_id() as session_id) c
-     where not exists (select from memsub.sessions s
-                        where s.tenant_id = memsub.current_tenant_id() and s.id = c.session_id
-                          and s.org_id is distinct from memsub.current_org_id() and s.org_id is not null
-                          and not memsub._caller_is_admin())
+     where memsub._caller_is_admin()
+        or (not exists (select from memsub.sessions s
+                         where s.tenant_id = memsub.current_tenant_id() and s.id = c.session_id
+                           and s.org_id is distinct from memsub.current_org_id() and s.org_id is not null)
+            and (exists (select from memsub.sessions s
+                          where s.tenant_id = memsub.current_tenant_id() and s.id = c.session_id)
+                 or not exists (select from memsub.deleted_sessions d
+                                 where d.tenant_id = memsub.current_tenant_id() and d.session_id = c.session_id
+                                   and d.user_id is distinct from memsub.current_user_id())))
 $$;
 
 ALTER FUNCTION memsub._context_session_namespace() OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._context_session_namespace() IS 'Internal: the context''s session id when its session:<id> memory is the context''s (the session of that id is visible to the context, or the tenant has no session of that id), else NULL (the session is of another organization). Owned by memsub_retrieval_owner (BYPASSRLS), so that a hidden session counts; returns no more than the context''s own session id. Read by the memory_entries policies and functions.';
+COMMENT ON FUNCTION memsub._context_session_namespace() IS 'Internal: the context''s session id when its session:<id> memory is the context''s (the session of that id is visible to the context; or the tenant has no session of that id and had none that was deleted, or the deleted one was the context user''s: memsub.deleted_sessions), else NULL (the session is of another organization, or was another user''s deleted session). Admin contexts get their session id. Owned by memsub_retrieval_owner (BYPASSRLS), so that a hidden or deleted session counts; returns no more than the context''s own session id. Read by the memory_entries policies and functions.';
 
 CREATE FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) RETURNS bigint
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -5211,6 +5216,19 @@ $$;
 ALTER FUNCTION memsub._seed_tenant_statistics() OWNER TO memsub_owner;
 
 COMMENT ON FUNCTION memsub._seed_tenant_statistics() IS 'Internal: gives every memsub table (and partition) that was never analyzed and has no statistics for tenant_id the planner prior "one distinct tenant_id", so that plans made before its first ANALYZE find rows by their whole key; returns how many tables it seeded. ANALYZE replaces the prior. Needs PostgreSQL 18 (pg_restore_attribute_stats); on an earlier server it writes nothing and raises a NOTICE. Run by the migrator with sql/; not granted to clients.';
+
+CREATE FUNCTION memsub._session_id_kept_for_another_user(p_session_id text) RETURNS boolean
+    LANGUAGE sql STABLE SECURITY DEFINER
+    SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
+    AS $$
+    select exists (select from memsub.deleted_sessions d
+                    where d.tenant_id = memsub._require_tenant_id() and d.session_id = p_session_id
+                      and d.user_id is distinct from memsub.current_user_id())
+$$;
+
+ALTER FUNCTION memsub._session_id_kept_for_another_user(p_session_id text) OWNER TO memsub_retrieval_owner;
+
+COMMENT ON FUNCTION memsub._session_id_kept_for_another_user(p_session_id text) IS 'Internal to session_create: true when a session of this id of the context tenant was deleted (memsub.deleted_sessions) and its user is not the context user (owned by memsub_retrieval_owner, BYPASSRLS, so that every user''s and organization''s deleted sessions count). Executable only by memsub_owner.';
 
 CREATE FUNCTION memsub._session_lookup(p_session_id text, p_lock text DEFAULT NULL::text, p_errcode text DEFAULT 'P0002'::text) RETURNS memsub.sessions
     LANGUAGE plpgsql
@@ -11634,6 +11652,14 @@ begin
         raise exception 'session "%" already exists', coalesce(p_session_id, '')
             using errcode = '23505', column = 'session_id';
     end if;
+    -- After the insert, not before: an insert of the id of a session being deleted waits for the deletion, and
+    -- this statement then sees the row the deletion wrote. The error undoes the insert.
+    if memsub._session_id_kept_for_another_user(v_session.id) then
+        raise exception 'session "%" was another user''s deleted session: its id is not given to another user',
+            v_session.id
+            using errcode = '23505', column = 'session_id',
+                  hint = 'Create the session with another id (or none, for a generated one).';
+    end if;
     perform memsub._audit_record('session_create', p_session_id => v_session.id, p_tenant_id => v_session.tenant_id,
         p_details => jsonb_build_object('project_id', p_project_id, 'app_name', p_app_name));
     return v_session;
@@ -11642,7 +11668,7 @@ $_$;
 
 ALTER FUNCTION memsub.session_create(p_session_id text, p_project_id text, p_app_name text, p_state jsonb) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_create(p_session_id text, p_project_id text, p_app_name text, p_state jsonb) IS 'Creates an active session for the context user (id generated when NULL), in a project and app, with an initial state (namespaced keys, checked like a state delta). Audited as session_create. 23505 when the id exists.';
+COMMENT ON FUNCTION memsub.session_create(p_session_id text, p_project_id text, p_app_name text, p_state jsonb) IS 'Creates an active session for the context user (id generated when NULL), in a project and app, with an initial state (namespaced keys, checked like a state delta). Audited as session_create. 23505 naming session_id when the id exists, or was the id of a deleted session of another user (memsub.deleted_sessions).';
 
 CREATE FUNCTION memsub.session_delete(p_session_id text) RETURNS boolean
     LANGUAGE plpgsql SECURITY DEFINER
@@ -11673,6 +11699,12 @@ begin
      where t.tenant_id = v_session.tenant_id and t.session_id = v_session.id;
     update memsub.agents a set deleted_session_user_id = v_session.user_id
      where a.tenant_id = v_session.tenant_id and a.session_id = v_session.id;
+    -- Whose the id was: its session:<id> memory entries stay, and stay that user's (memsub._context_session_namespace),
+    -- and session_create gives the id to no other user. A row of an earlier deletion of the id is that user's
+    -- already (session_create gave the id to no one else): the deletion's organization and time are the latest.
+    insert into memsub.deleted_sessions as d (tenant_id, session_id, user_id, org_id)
+    values (v_session.tenant_id, v_session.id, v_session.user_id, v_session.org_id)
+    on conflict (tenant_id, session_id) do update set org_id = excluded.org_id, deleted_at = excluded.deleted_at;
     delete from memsub.sessions s where s.tenant_id = v_session.tenant_id and s.id = v_session.id;
     return found;
 end
@@ -11680,7 +11712,7 @@ $$;
 
 ALTER FUNCTION memsub.session_delete(p_session_id text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.session_delete(p_session_id text) IS 'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2); checkpoints lose their copy of its state, and its tasks, agents and checkpoints record the session''s user in deleted_session_user_id, which keeps them readable by that user and admins only. Waits for the transactions referring to the session. Audited as session_delete.';
+COMMENT ON FUNCTION memsub.session_delete(p_session_id text) IS 'Deletes a session (tenant_admin or platform_admin only) and its events. Its tasks, agents, checkpoints, memory entries and audit rows stay, with session_id set to NULL (seed 001 section 3.2); checkpoints lose their copy of its state, and its tasks, agents and checkpoints record the session''s user in deleted_session_user_id, which keeps them readable by that user and admins only. Records the session''s id, user and organization in memsub.deleted_sessions: its session:<id> memory entries stay readable and writable by that user and admins only, and no other user may create a session with the id. Waits for the transactions referring to the session. Audited as session_delete.';
 
 CREATE FUNCTION memsub.session_end_turn(p_session_id text) RETURNS memsub.sessions
     LANGUAGE plpgsql SECURITY DEFINER
@@ -14011,6 +14043,30 @@ COMMENT ON COLUMN memsub.context_keys.created_at IS 'When the key was stored.';
 
 COMMENT ON COLUMN memsub.context_keys.created_by IS 'The login that stored it.';
 
+CREATE TABLE memsub.deleted_sessions (
+    tenant_id uuid NOT NULL,
+    session_id text NOT NULL,
+    user_id uuid,
+    org_id uuid,
+    deleted_at timestamp with time zone DEFAULT statement_timestamp() NOT NULL
+);
+
+ALTER TABLE ONLY memsub.deleted_sessions FORCE ROW LEVEL SECURITY;
+
+ALTER TABLE memsub.deleted_sessions OWNER TO memsub_owner;
+
+COMMENT ON TABLE memsub.deleted_sessions IS 'One row per session id of a tenant whose session memsub.session_delete deleted: whose it was. The session:<id> memory it leaves stays readable and writable by that user and admins only, and another user cannot create a session with the id. Written only by memsub.session_delete.';
+
+COMMENT ON COLUMN memsub.deleted_sessions.tenant_id IS 'Tenant of the deleted session.';
+
+COMMENT ON COLUMN memsub.deleted_sessions.session_id IS 'Id of the deleted session (sessions.id).';
+
+COMMENT ON COLUMN memsub.deleted_sessions.user_id IS 'User of the deleted session (NULL for a session without one: its memory is then admins'' alone).';
+
+COMMENT ON COLUMN memsub.deleted_sessions.org_id IS 'Organization of the deleted session (NULL: tenant-wide).';
+
+COMMENT ON COLUMN memsub.deleted_sessions.deleted_at IS 'When the session was last deleted with this id.';
+
 CREATE VIEW memsub.graph_nodes WITH (security_invoker='true') AS
  SELECT w.tenant_id,
     'Entity'::text AS node_type,
@@ -15520,6 +15576,9 @@ ALTER TABLE ONLY memsub.checkpoints
 ALTER TABLE ONLY memsub.context_keys
     ADD CONSTRAINT context_keys_pkey PRIMARY KEY (key_id);
 
+ALTER TABLE ONLY memsub.deleted_sessions
+    ADD CONSTRAINT deleted_sessions_pkey PRIMARY KEY (tenant_id, session_id);
+
 ALTER TABLE ONLY memsub.document_chunks
     ADD CONSTRAINT document_chunks_pkey PRIMARY KEY (tenant_id, id);
 
@@ -16889,6 +16948,10 @@ CREATE POLICY admin_override ON memsub.checkpoints USING (( SELECT memsub.is_pla
 
 COMMENT ON POLICY admin_override ON memsub.checkpoints IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
 
+CREATE POLICY admin_override ON memsub.deleted_sessions USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
+
+COMMENT ON POLICY admin_override ON memsub.deleted_sessions IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
+
 CREATE POLICY admin_override ON memsub.document_chunks USING (( SELECT memsub.is_platform_admin() AS is_platform_admin));
 
 COMMENT ON POLICY admin_override ON memsub.document_chunks IS 'platform_admin contexts (members of memsub_platform_admin) reach every tenant.';
@@ -17029,9 +17092,9 @@ CREATE POLICY audit_actor_visibility ON memsub.audit AS RESTRICTIVE USING (((NOT
 
 COMMENT ON POLICY audit_actor_visibility ON memsub.audit IS 'An audit row is visible to the user whose context wrote it (rows without a user: to contexts without a user); admins pass.';
 
-CREATE POLICY audit_namespace_visibility ON memsub.audit AS RESTRICTIVE FOR SELECT USING (((namespace IS NULL) OR (split_part(namespace, ':'::text, 1) <> ALL (ARRAY['user'::text, 'session'::text])) OR ((split_part(namespace, ':'::text, 1) = 'user'::text) AND (split_part(namespace, ':'::text, 2) = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((split_part(namespace, ':'::text, 1) = 'session'::text) AND (split_part(namespace, ':'::text, 2) = ( SELECT memsub.current_session_id() AS current_session_id))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+CREATE POLICY audit_namespace_visibility ON memsub.audit AS RESTRICTIVE FOR SELECT USING (((namespace IS NULL) OR (split_part(namespace, ':'::text, 1) <> ALL (ARRAY['user'::text, 'session'::text])) OR ((split_part(namespace, ':'::text, 1) = 'user'::text) AND (split_part(namespace, ':'::text, 2) = ( SELECT (memsub.current_user_id())::text AS current_user_id))) OR ((split_part(namespace, ':'::text, 1) = 'session'::text) AND (split_part(namespace, ':'::text, 2) = ( SELECT memsub._context_session_namespace() AS _context_session_namespace))) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
 
-COMMENT ON POLICY audit_namespace_visibility ON memsub.audit IS 'An audit row naming a user: or session: namespace is visible to that user, that session and admins, as the memory itself is.';
+COMMENT ON POLICY audit_namespace_visibility ON memsub.audit IS 'An audit row naming a user: or session: namespace is visible to that user, to the contexts whose session: namespace it is (memsub._context_session_namespace) and to admins, as the memory itself is.';
 
 CREATE POLICY checkpoint_session_access ON memsub.checkpoints AS RESTRICTIVE USING ((((session_state IS NULL) OR (EXISTS ( SELECT
    FROM memsub.sessions s
@@ -17040,6 +17103,12 @@ CREATE POLICY checkpoint_session_access ON memsub.checkpoints AS RESTRICTIVE USI
 COMMENT ON POLICY checkpoint_session_access ON memsub.checkpoints IS 'A checkpoint holding a copy of a session''s state is visible where that session is: to its user, to the context whose session_id names it, and to admins; a checkpoint of a deleted session to that session''s user (deleted_session_user_id) and admins.';
 
 ALTER TABLE memsub.checkpoints ENABLE ROW LEVEL SECURITY;
+
+CREATE POLICY deleted_session_access ON memsub.deleted_sessions AS RESTRICTIVE USING (((user_id = ( SELECT memsub.current_user_id() AS current_user_id)) OR ( SELECT memsub._caller_is_admin() AS _caller_is_admin)));
+
+COMMENT ON POLICY deleted_session_access ON memsub.deleted_sessions IS 'The record of a deleted session is visible to the session''s user; admins pass.';
+
+ALTER TABLE memsub.deleted_sessions ENABLE ROW LEVEL SECURITY;
 
 ALTER TABLE memsub.document_chunks ENABLE ROW LEVEL SECURITY;
 
@@ -17193,6 +17262,10 @@ CREATE POLICY org_isolation ON memsub.checkpoints AS RESTRICTIVE USING (((org_id
 
 COMMENT ON POLICY org_isolation ON memsub.checkpoints IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
 
+CREATE POLICY org_isolation ON memsub.deleted_sessions AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
+
+COMMENT ON POLICY org_isolation ON memsub.deleted_sessions IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
+
 CREATE POLICY org_isolation ON memsub.document_chunks AS RESTRICTIVE USING (((org_id IS NULL) OR (org_id = ( SELECT memsub.current_org_id() AS current_org_id)) OR ( SELECT memsub.is_tenant_admin() AS is_tenant_admin) OR ( SELECT memsub.is_platform_admin() AS is_platform_admin)));
 
 COMMENT ON POLICY org_isolation ON memsub.document_chunks IS 'A row of an organization is visible to that organization only (NULL org: whole tenant); admins pass.';
@@ -17344,6 +17417,10 @@ COMMENT ON POLICY tenant_isolation ON memsub.audit IS 'Rows of the context tenan
 CREATE POLICY tenant_isolation ON memsub.checkpoints USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
 
 COMMENT ON POLICY tenant_isolation ON memsub.checkpoints IS 'Rows of the context tenant only (memsub.set_context).';
+
+CREATE POLICY tenant_isolation ON memsub.deleted_sessions USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
+
+COMMENT ON POLICY tenant_isolation ON memsub.deleted_sessions IS 'Rows of the context tenant only (memsub.set_context).';
 
 CREATE POLICY tenant_isolation ON memsub.document_chunks USING ((tenant_id = ( SELECT memsub.current_tenant_id() AS current_tenant_id)));
 
@@ -18030,6 +18107,9 @@ GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type
 GRANT ALL ON FUNCTION memsub._search_strategy(p_tenant_id uuid, p_embedding_type text, p_pool integer, p_mode text, p_ef_search integer) TO memsub_analyst;
 
 REVOKE ALL ON FUNCTION memsub._seed_tenant_statistics() FROM PUBLIC;
+
+REVOKE ALL ON FUNCTION memsub._session_id_kept_for_another_user(p_session_id text) FROM PUBLIC;
+GRANT ALL ON FUNCTION memsub._session_id_kept_for_another_user(p_session_id text) TO memsub_owner;
 
 REVOKE ALL ON FUNCTION memsub._session_lookup(p_session_id text, p_lock text, p_errcode text) FROM PUBLIC;
 
@@ -18779,6 +18859,11 @@ GRANT SELECT(revoked_at) ON TABLE memsub.api_keys TO memsub_analyst;
 GRANT SELECT ON TABLE memsub.audit TO memsub_app;
 GRANT SELECT ON TABLE memsub.audit TO memsub_analyst;
 GRANT SELECT,DELETE ON TABLE memsub.audit TO memsub_expiry_owner;
+
+GRANT SELECT ON TABLE memsub.deleted_sessions TO memsub_retrieval_owner;
+GRANT SELECT ON TABLE memsub.deleted_sessions TO memsub_app;
+GRANT SELECT ON TABLE memsub.deleted_sessions TO memsub_analyst;
+GRANT SELECT,DELETE ON TABLE memsub.deleted_sessions TO memsub_expiry_owner;
 
 GRANT SELECT ON TABLE memsub.graph_nodes TO memsub_app;
 GRANT SELECT ON TABLE memsub.graph_nodes TO memsub_analyst;

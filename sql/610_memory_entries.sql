@@ -59,7 +59,7 @@ comment on function memsub._check_memory_address(text, text) is
 -- writes none of its memory, as it reads and writes none of its state. An id that no session of the tenant has
 -- names the namespace of the contexts naming it, as before sessions existed, unless it was the id of a deleted
 -- session (memsub.deleted_sessions, written by memsub.session_delete): the memory that session left is its user's
--- (and admins'), as its tasks are, so that an id freed by a deletion is no way into it (2.53.0). Owned by
+-- (and admins'), as its tasks are, so that an id freed by a deletion is no way into it (2.52.0). Owned by
 -- memsub_retrieval_owner (BYPASSRLS) to tell a hidden or deleted session from no session: it returns the
 -- context's own session id or NULL.
 create or replace function memsub._context_session_namespace() returns text

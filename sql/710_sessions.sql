@@ -164,7 +164,7 @@ $$;
 comment on function memsub._apply_state_delta(jsonb, jsonb) is
     'Merges a state delta into a state: keys with a value are set, keys whose value is JSON null are removed.';
 
--- A deleted session's id stays its user's (memsub.deleted_sessions, 2.53.0): the session:<id> memory it left is
+-- A deleted session's id stays its user's (memsub.deleted_sessions, 2.52.0): the session:<id> memory it left is
 -- read and written by that user and admins alone (memsub._context_session_namespace), and a session of another
 -- user given the id would make the id visible, and the memory with it, to the contexts naming it. Owned by
 -- memsub_retrieval_owner (BYPASSRLS), as a row of another user or organization must count; returns a boolean.

@@ -95,7 +95,7 @@ def test_a_deleted_sessions_tasks_agents_and_checkpoints_stay_its_users(db: Any)
     """A task, agent and checkpoint made in Alice's session are read where the session is; once an admin deletes
     the session they stay Alice's (and admins'): Bob, another user of her organization, reads none of them, with
     no session in his context or naming the deleted session, and he cannot create a new session with its id
-    (23505 naming session_id, 2.53.0). Before 2.50.0 the foreign key set their session_id to NULL and Bob read all
+    (23505 naming session_id, 2.52.0). Before 2.50.0 the foreign key set their session_id to NULL and Bob read all
     three (1 each, not 0)."""
     nothing = {"tasks": 0, "agents": 0, "checkpoints": 0}
     everything = {"tasks": 1, "agents": 1, "checkpoints": 1}
@@ -191,7 +191,7 @@ def test_a_deleted_sessions_memory_stays_its_users(db: Any) -> None:
     session's data) and stay Alice's and admins': no other context naming the deleted id reads or writes them (Bob
     of her organization, Carol of another, a context without a user), and no other user can create a session with
     that id to reach them (23505 naming session_id); Alice may. The record of the deletion
-    (memsub.deleted_sessions) is read by Alice and admins alone. Before 2.53.0 no session had the id any more, so
+    (memsub.deleted_sessions) is read by Alice and admins alone. Before 2.52.0 no session had the id any more, so
     the id named the namespace of every context naming it: Bob and Carol read the entry (1 row in each read, not
     0) and wrote into the namespace."""
     every = {"sessions": 0, "memory_entries": 1, "memory_get": 1, "memory_list": 1, "memory_search": 1}

@@ -962,18 +962,18 @@ def _check_deleted_session_work(dsn: str, _: Any = None) -> None:
     assert seen == {"alice": [1, 1, 1], "bob": [0, 0, 0]}
 
 
-def _session_before_2_53_0(dsn: str, migrator: Migrator) -> None:
-    """A database at the release before 2.53.0 with a session of a user (its memory is written after the upgrade,
+def _session_before_2_52_0(dsn: str, migrator: Migrator) -> None:
+    """A database at the release before 2.52.0 with a session of a user (its memory is written after the upgrade,
     by the functions of the release)."""
     versions = [m.version_text for m in migrator.migrations]
-    migrator.migrate(versions[versions.index("2.53.0") - 1])
+    migrator.migrate(versions[versions.index("2.52.0") - 1])
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("insert into memsub.sessions (tenant_id, id, user_id) values (%s, 's1', %s)",
                      [uuid.UUID(int=1), uuid.UUID(int=7)])
 
 
 def _check_deleted_session_memory(dsn: str, _: Any = None) -> None:
-    """After 2.53.0 the session:<id> memory of a deleted session stays its user's: another user naming the id
+    """After 2.52.0 the session:<id> memory of a deleted session stays its user's: another user naming the id
     reads none of it and cannot create a session with the id."""
     tenant, alice, bob = uuid.UUID(int=1), uuid.UUID(int=7), uuid.UUID(int=8)
     with psycopg.connect(dsn) as conn:  # as the product's roles (the superuser would bypass row-level security)
@@ -1048,7 +1048,7 @@ UPGRADES: dict[str, tuple[Callable[[str, Migrator], Any], Callable[[str, Any], N
                                                                                    _check_deleted_session_work),
     "2.51.0 takes an ADK memory's words from its composed text": (_adk_memories_before_2_51_0,
                                                                    _check_adk_memory_words),
-    "2.53.0 keeps a deleted session's memory for its user": (_session_before_2_53_0,
+    "2.52.0 keeps a deleted session's memory for its user": (_session_before_2_52_0,
                                                             _check_deleted_session_memory),
 }
 

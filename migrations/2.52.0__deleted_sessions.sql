@@ -1,4 +1,4 @@
--- memsub 2.53.0: a record of each deleted session, so that its session:<id> memory stays its user's. A session's
+-- memsub 2.52.0: a record of each deleted session, so that its session:<id> memory stays its user's. A session's
 -- session:<id> memory entries are read and written by the contexts naming the session where the session is
 -- visible, and by the contexts naming an id that no session of the tenant has (memsub._context_session_namespace,
 -- sql/610_memory_entries.sql). memsub.session_delete (sql/710_sessions.sql) keeps those entries, so once the
