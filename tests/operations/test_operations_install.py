@@ -946,20 +946,27 @@ def _session_work_before_2_50_0(dsn: str, migrator: Migrator) -> None:
 def _check_deleted_session_work(dsn: str, _: Any = None) -> None:
     """After 2.50.0 deleting the session leaves its rows to its user, not to another user of the organization."""
     tenant, alice, bob = uuid.UUID(int=1), uuid.UUID(int=7), uuid.UUID(int=8)
-    tables = ("tasks", "agents", "checkpoints")
     with psycopg.connect(dsn) as conn:  # as the product's roles (the superuser would bypass row-level security)
-        conn.execute("set role memsub_tenant_admin")
-        conn.execute("select memsub.set_context(%s, null, null, array['tenant_admin'], null)", [tenant])
-        conn.execute("select memsub.session_delete('s1')")
-        conn.commit()
-        seen = {}
-        for name, user in (("alice", alice), ("bob", bob)):
-            conn.execute("set role memsub_app")
-            conn.execute("select memsub.set_context(%s, null, %s, '{}', null)", [tenant, user])
-            seen[name] = [conn.execute(f"select count(*) from memsub.{t}").fetchone()[0]  # noqa: S608
-                          for t in tables]
-            conn.rollback()
+        seen = _seen_after_deleting_session_s1(conn, tenant, {"alice": alice, "bob": bob}, None, [
+            "select count(*) from memsub.tasks", "select count(*) from memsub.agents",
+            "select count(*) from memsub.checkpoints"])
     assert seen == {"alice": [1, 1, 1], "bob": [0, 0, 0]}
+
+
+def _seen_after_deleting_session_s1(conn: psycopg.Connection[Any], tenant: uuid.UUID, users: dict[str, uuid.UUID],
+                                    session: str | None, counts: list[str]) -> dict[str, list[int]]:
+    """Deletes session s1 as a tenant admin, then runs each count as each user (memsub_app, naming ``session``)."""
+    conn.execute("set role memsub_tenant_admin")
+    conn.execute("select memsub.set_context(%s, null, null, array['tenant_admin'], null)", [tenant])
+    conn.execute("select memsub.session_delete('s1')")
+    conn.commit()
+    seen = {}
+    for name, user in users.items():
+        conn.execute("set role memsub_app")
+        conn.execute("select memsub.set_context(%s, null, %s, '{}', %s)", [tenant, user, session])
+        seen[name] = [conn.execute(count).fetchone()[0] for count in counts]
+        conn.rollback()
+    return seen
 
 
 def _session_before_2_52_0(dsn: str, migrator: Migrator) -> None:
@@ -981,21 +988,13 @@ def _check_deleted_session_memory(dsn: str, _: Any = None) -> None:
         conn.execute("select memsub.set_context(%s, null, %s, '{}', 's1')", [tenant, alice])
         conn.execute("select memsub.memory_write('session:s1', 'plan', '\"secret\"')")
         conn.commit()
-        conn.execute("set role memsub_tenant_admin")
-        conn.execute("select memsub.set_context(%s, null, null, array['tenant_admin'], null)", [tenant])
-        conn.execute("select memsub.session_delete('s1')")
-        conn.commit()
-        seen = {}
-        for name, user in (("alice", alice), ("bob", bob)):
-            conn.execute("set role memsub_app")
-            conn.execute("select memsub.set_context(%s, null, %s, '{}', 's1')", [tenant, user])
-            seen[name] = conn.execute("select count(*) from memsub.memory_entries").fetchone()[0]
-            conn.rollback()
+        seen = _seen_after_deleting_session_s1(conn, tenant, {"alice": alice, "bob": bob}, "s1",
+                                               ["select count(*) from memsub.memory_entries"])
         conn.execute("set role memsub_app")
         conn.execute("select memsub.set_context(%s, null, %s, '{}', 's1')", [tenant, bob])
         with pytest.raises(psycopg.errors.UniqueViolation):
             conn.execute("select memsub.session_create('s1')")
-    assert seen == {"alice": 1, "bob": 0}
+    assert seen == {"alice": [1], "bob": [0]}
 
 
 def _adk_memories_before_2_51_0(dsn: str, migrator: Migrator) -> None:
