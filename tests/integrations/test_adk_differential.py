@@ -156,6 +156,7 @@ class Sequence:
         if m is None:
             return
         assert mem is not None and sql is not None
+        assert (m.app_name, m.user_id) == (mem.app_name, mem.user_id), self.where()
         assert m.state == sql.state, f"{what}: state {m.state} != {sql.state} {self.where()}"
         expected = self.expected.get(id(mem), mem.events)
         assert [_dump(e) for e in m.events] == [_without_temp(_dump(e)) for e in expected], (
@@ -234,6 +235,8 @@ class Sequence:
         for session in got["m"]:
             assert (session.app_name, session.user_id, session.state, session.events) == (app, user, {}, []), (
                 self.where())
+            read = await self.svc["m"].get_session(app_name=app, user_id=user, session_id=session.id)
+            assert read is not None and read.last_update_time == session.last_update_time, self.where()
 
     async def delete(self) -> None:
         app, user, ids = self.pick()
@@ -278,7 +281,11 @@ class Sequence:
             assert [_without_temp(_dump(e)) for e in m.events] == [_without_temp(_dump(e)) for e in mem.events], (
                 self.where())
             assert m.state == sql.state, self.where()
-        self.compare(await self.get_all(app, user, ids), "get after append")
+        after = await self.get_all(app, user, ids)
+        self.compare(after, "get after append")
+        # The caller's session object is as new as the stored session: its next event is not refused as stale.
+        assert after["m"] is not None and got["m"] is not None
+        assert got["m"].last_update_time == after["m"].last_update_time, self.where()
 
     async def remember(self) -> None:
         app, user, ids = self.pick()
