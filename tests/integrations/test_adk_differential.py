@@ -72,6 +72,9 @@ def _event(rng: random.Random, clock: list[float]) -> Event:
     kind = rng.random()
     if kind < 0.7:
         content = types.Content(role="user", parts=[types.Part(text=_text(rng))])
+    elif kind < 0.78:  # text and a function call: the memory keeps the whole content
+        content = types.Content(role="model", parts=[types.Part(text=_text(rng)), types.Part(
+            function_call=types.FunctionCall(name="lookup", args={"q": rng.choice(WORDS)})), types.Part(text="")])
     elif kind < 0.85:
         content = types.Content(role="model", parts=[types.Part(function_call=types.FunctionCall(
             name="lookup", args={"q": rng.choice(WORDS)}))])
@@ -208,7 +211,7 @@ class Sequence:
         if self.ids and self.rng.random() < 0.85:
             app, user, handle = self.rng.choice(sorted(self.ids))
             return app, user, self.ids[(app, user, handle)]
-        name = self.rng.choice(["s1", "s2", "s3", "s4", "never"])
+        name = self.rng.choice(["s1", "s2", "s3", "s4", "never", " s1", "S1"])  # ids are looked up as given
         return self.rng.choice(APPS), self.rng.choice(USERS), {key: name for key in self.svc}
 
     async def get(self) -> None:
