@@ -49,6 +49,7 @@ from agents.memory import Session
 from agents.testing import ScriptedModel
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
+from memsub._calls import NotJson
 from memsub.errors import ContextError, InvalidInput
 from memsub.integrations._context import TenantContext, sync_pool
 from memsub.integrations.openai_agents import MemsubSession, _settled
@@ -806,6 +807,23 @@ def test_bad_input_names_the_field_and_writes_nothing(db: Any, pool: Any, tenant
         MemsubSession("s", pool)
     with db.connect() as conn:
         assert conn.execute("select count(*) from memsub.agent_session_items").fetchone() == (0,)
+
+
+def test_a_value_that_is_not_json_is_refused_naming_its_item(pool: Any, tenant: uuid.UUID) -> None:
+    """A set, bytes or any other object inside an item is refused as the SDK's SQLiteSession refuses it (a
+    TypeError, before anything is written), and the error names the item: ``items[i]``, as the JSON arguments of
+    the client are named (``memsub._calls.NotJson``). Before, json.dumps's own TypeError came through ("Object of
+    type set is not JSON serializable"), naming neither the field nor which item of the batch held the value."""
+    session = new_session(pool, tenant, "not_json")
+    for value in ({1, 2}, b"bytes", object()):
+        batch = cast(list[TResponseInputItem], [{"role": "user", "content": "fine"},
+                                                {"role": "user", "content": [{"nested": value}]}])
+        with pytest.raises(TypeError) as error:
+            run(session.add_items(batch))
+        assert isinstance(error.value, NotJson) and error.value.field == "items[1]", error.value
+        assert str(error.value).startswith("items[1]: ") and type(value).__name__ in str(error.value)
+    _assert_pool_idle(pool)
+    assert run(session.get_items()) == []
 
 
 def test_a_stored_item_is_always_a_json_object(db: Any, tenant: uuid.UUID) -> None:

@@ -29,7 +29,7 @@ from agents.memory.session_settings import SessionSettings, coerce_session_setti
 from psycopg.types.json import Json
 from psycopg_pool import ConnectionPool
 
-from memsub._calls import checked_text
+from memsub._calls import NotJson, checked_text
 from memsub.connection import DEFAULT_PREPARE_THRESHOLD
 from memsub.errors import LocalValidationError
 from memsub.integrations._context import TenantContext, call, row_count, sync_pool
@@ -129,13 +129,27 @@ def _first(row: Any) -> Any:
 def _dumps(value: Any) -> str:
     """The items as JSON text. The column is ``json``, which keeps a ``\\u0000`` escape, so only text with no
     UTF-8 form (an unpaired surrogate) is refused, naming items (LocalValidationError, 22021), and a number JSON
-    has no form for (NaN, an infinity: 22P02, as the server would answer)."""
+    has no form for (NaN, an infinity: 22P02, as the server would answer). A value JSON has no type for (a set,
+    bytes, any other object) raises TypeError, as the SDK's SQLiteSession does, naming the item that holds it
+    (:class:`memsub._calls.NotJson`, ``items[i]``)."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except ValueError as error:
         raise LocalValidationError(f"field items: {error} (NaN and infinities have no JSON form)",
                                    sqlstate="22P02", field="items") from None
+    except TypeError as error:
+        raise NotJson(f"items[{_first_not_json(value)}]", str(error)) from None
     return checked_text(text, "items")
+
+
+def _first_not_json(items: list[Any]) -> int:
+    """The index of the first item json.dumps cannot write (after it failed on the batch)."""
+    for index, item in enumerate(items):
+        try:
+            json.dumps(item)
+        except TypeError:
+            return index
+    return 0
 
 
 async def _settled(awaitable: Awaitable[_T]) -> _T:
