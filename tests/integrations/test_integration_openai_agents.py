@@ -40,12 +40,13 @@ import concurrent.futures
 import sys
 import uuid
 from collections.abc import Coroutine
+from types import SimpleNamespace
 from typing import Any, TypeVar, cast
 
 import psycopg
 import pytest
 from agents import Agent, RunConfig, Runner, SessionSettings, TResponseInputItem, set_tracing_disabled
-from agents.memory import Session
+from agents.memory import OpenAIResponsesCompactionSession, Session, SQLiteSession
 from agents.testing import ScriptedModel
 from openai.types.responses import ResponseOutputMessage, ResponseOutputText
 
@@ -313,8 +314,10 @@ def test_upstream_sqlite_session_get_items_with_limit(pool: Any, tenant: uuid.UU
         assert latest_10[-1].get("content") == "Response 3"
         assert len(await session.get_items(limit=0)) == 0
         # Beyond upstream: a negative limit (all for SQLite, none for the SDK's Redis and SQLAlchemy sessions) and
-        # one over max_rows are refused naming limit (tests/integrations/test_adapter_row_limits.py).
-        for limit in (-1, 10001, 2**31, sys.maxsize, -2**40):
+        # one no integer holds are refused naming limit (tests/integrations/test_adapter_row_limits.py); one over
+        # max_rows is answered, as no limit is.
+        assert len(await session.get_items(limit=10001)) == 6
+        for limit in (-1, 2**31, sys.maxsize, -2**40):
             with pytest.raises(InvalidInput) as refused:
                 await session.get_items(limit=limit)
             assert refused.value.field == "limit"
@@ -824,6 +827,41 @@ def test_a_value_that_is_not_json_is_refused_naming_its_item(pool: Any, tenant: 
         assert str(error.value).startswith("items[1]: ") and type(value).__name__ in str(error.value)
     _assert_pool_idle(pool)
     assert run(session.get_items()) == []
+
+
+class _CompactingResponses:
+    """The ``responses`` of an OpenAI client whose ``compact`` answers one summary message, offline."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    async def compact(self, **kwargs: Any) -> Any:
+        self.calls.append(kwargs)
+        summary = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "summary"}]}
+        return SimpleNamespace(output=[summary], usage=None)
+
+
+def test_the_sdk_compaction_session_compacts_a_memsub_session(pool: Any, tenant: uuid.UUID) -> None:
+    """The SDK's OpenAIResponsesCompactionSession reads the whole history of the session it wraps as
+    ``get_items(limit=2_147_483_647)`` (its _ALL_SESSION_ITEMS_LIMIT) before replacing it with the compacted
+    items. MemsubSession refused that limit as over max_rows (LimitExceeded naming limit), so compaction over it
+    failed after the compaction request had been made (and billed), history unchanged, where over SQLiteSession it
+    succeeds. A limit is now the most items to read, as in the SDK's sessions; no limit reads the whole history
+    already, so max_rows bounded nothing a caller could not read anyway."""
+    history = cast(list[TResponseInputItem], [{"role": "user", "content": f"turn {n}"} for n in range(4)])
+    outcomes = []
+    for underlying in (SQLiteSession("compacted"), new_session(pool, tenant, "compacted")):
+        responses = _CompactingResponses()
+        session = OpenAIResponsesCompactionSession("compacted", underlying,
+                                                   client=cast(Any, SimpleNamespace(responses=responses)),
+                                                   compaction_mode="input")
+        run(underlying.add_items(list(history)))
+        run(session.run_compaction({"force": True}))
+        outcomes.append((len(responses.calls), run(underlying.get_items())))
+        underlying.close()
+    assert outcomes[0][1] == [{"type": "message", "role": "assistant",
+                               "content": [{"type": "output_text", "text": "summary"}]}]
+    assert outcomes[1] == outcomes[0]
 
 
 def test_a_stored_item_is_always_a_json_object(db: Any, tenant: uuid.UUID) -> None:

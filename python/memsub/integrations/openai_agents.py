@@ -95,8 +95,10 @@ class MemsubSession(SessionABC):
 
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The session's items, oldest first: all of them, or the newest ``limit`` (default:
-        ``session_settings.limit``). 0 returns none; a negative limit, which the SDK's sessions read differently, is
-        refused (22023), and so is one over the ``max_rows`` limit (54000, ``LimitExceeded``), each naming ``limit``."""
+        ``session_settings.limit``). 0 returns none; a limit is not held to ``max_rows`` (no limit is not either:
+        the SDK's compaction session reads a whole history as limit 2147483647); a negative limit, which the SDK's
+        sessions read differently, is refused (22023), and so is one no PostgreSQL integer holds (22003), each naming
+        ``limit``."""
         session_limit = resolve_session_limit(limit, self.session_settings)
         rows = await asyncio.to_thread(self._rows, GET, [self.session_id, row_count(session_limit)])
         return [cast(TResponseInputItem, json.loads(_first(row))) for row in rows]
