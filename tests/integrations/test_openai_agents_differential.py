@@ -7,7 +7,8 @@ and non-empty sessions) and ``clear_session`` over several session ids, some wit
 each used through two session objects. Every operation runs on ``MemsubSession`` (an ordinary app login in a
 tenant context) and on the SDK's ``SQLiteSession``, the reference, whose sessions all share one database file as
 memsub's share one tenant; ``AdvancedSQLiteSession`` (its main branch) runs alongside as a second reference, and
-a second test wraps each side in the SDK's ``EncryptedSession``. Answers must be equal exactly: the same items in
+further tests wrap each side in the SDK's ``EncryptedSession`` and in its ``OpenAIResponsesCompactionSession``
+(with forced compactions). Answers must be equal exactly: the same items in
 the same order, with the same key order and the same JSON number types. The calls take the SDK's own call shapes
 (``agents.run_internal.session_persistence``, as ``Runner`` calls a session), in one event loop per sequence or a
 fresh loop per call (as ``Runner.run_sync`` uses a session). Whole scripted agent runs with a tool, bad input and
@@ -27,6 +28,7 @@ import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -41,7 +43,7 @@ from agents import (
     set_tracing_disabled,
 )
 from agents.extensions.memory import AdvancedSQLiteSession, EncryptedSession
-from agents.memory import SessionABC
+from agents.memory import OpenAIResponsesCompactionSession, SessionABC
 from agents.run_internal.session_persistence import _session_add_items, _session_get_items, _session_pop_item
 from agents.testing import ScriptedModel, assistant_message, function_call
 
@@ -141,24 +143,44 @@ def pool(db: Any) -> Any:
     p.close()
 
 
+class Compacting:
+    """The ``responses`` of an OpenAI client, offline: ``compact`` answers one assistant message that names how
+    many items it was sent and the last one's JSON digest."""
+
+    @staticmethod
+    def client() -> Any:
+        return SimpleNamespace(responses=Compacting())
+
+    async def compact(self, **kwargs: Any) -> Any:
+        sent = kwargs.get("input") or []
+        text = f"summary of {len(sent)} items, last {hash(_exact(sent[-1:]))}"
+        return SimpleNamespace(usage=None, output=[{"type": "message", "role": "assistant",
+                                                    "content": [{"type": "output_text", "text": text}]}])
+
+
 class Pair:
     """One session id on memsub and on the references, each through two session objects (as two workers of an
-    application open the same conversation); ``encrypted``: each wrapped in the SDK's EncryptedSession (which
-    calls the session under it as the Runner does, with limits of its own)."""
+    application open the same conversation); ``wrapper``: "encrypted" wraps each in the SDK's EncryptedSession
+    (which calls the session under it with limits of its own), "compaction" in its OpenAIResponsesCompactionSession
+    (which reads the whole history as limit 2147483647 and replaces it by clear and add; its compaction requests
+    answered offline by :class:`Compacting`)."""
 
     def __init__(self, pool: Any, tenant: uuid.UUID, path: Path, session_id: str, limit: int | None,
-                 encrypted: bool) -> None:
+                 wrapper: str) -> None:
         self.closers: list[Callable[[], None]] = []
-        self.handles = [self._handle(pool, tenant, path, session_id, limit, encrypted) for _ in range(2)]
+        self.handles = [self._handle(pool, tenant, path, session_id, limit, wrapper) for _ in range(2)]
 
     def _handle(self, pool: Any, tenant: uuid.UUID, path: Path, session_id: str, limit: int | None,
-                encrypted: bool) -> tuple[SessionABC, list[SessionABC]]:
+                wrapper: str) -> tuple[SessionABC, list[SessionABC]]:
         """(memsub's session object, the references' objects) of the session id."""
         settings = SessionSettings(limit=limit)
         memsub = MemsubSession(session_id, pool, TenantContext(tenant), session_settings=settings)
         sqlite = SQLiteSession(session_id, path / "reference.db", session_settings=settings)
         self.closers += [memsub.close, sqlite.close]
-        if encrypted:
+        if wrapper == "compaction":
+            return (OpenAIResponsesCompactionSession(session_id, memsub, client=Compacting.client()),
+                    [OpenAIResponsesCompactionSession(session_id, sqlite, client=Compacting.client())])
+        if wrapper == "encrypted":
             return EncryptedSession(session_id, memsub, KEY), [EncryptedSession(session_id, sqlite, KEY)]
         advanced = AdvancedSQLiteSession(session_id=session_id, db_path=str(path / "advanced.db"),
                                          create_tables=True, session_settings=settings)
@@ -182,11 +204,14 @@ async def _apply(session: SessionABC, op: tuple[Any, ...]) -> Any:
         return await _session_get_items(session, limit=op[1])
     if name == "pop":
         return await _session_pop_item(session)
+    if name == "compact":
+        await cast(OpenAIResponsesCompactionSession, session).run_compaction({"force": True})
+        return None
     await session.clear_session()
     return None
 
 
-def _operations(rng: random.Random) -> list[tuple[int, int, tuple[Any, ...]]]:
+def _operations(rng: random.Random, compact: bool = False) -> list[tuple[int, int, tuple[Any, ...]]]:
     """A random sequence of (session index, which of its two objects, operation); each session's length is
     tracked as the reference would have it, so limits around the length are chosen."""
     counts = [0] * len(SESSION_IDS)
@@ -205,18 +230,21 @@ def _operations(rng: random.Random) -> list[tuple[int, int, tuple[Any, ...]]]:
         elif roll < 0.92:
             ops.append((index, handle, ("pop",)))
             counts[index] = max(counts[index] - 1, 0)
+        elif compact and rng.random() < 0.5:
+            ops.append((index, handle, ("compact",)))
+            counts[index] = 1
         else:
             ops.append((index, handle, ("clear",)))
             counts[index] = 0
     return ops
 
 
-def _run_sequence(pool: Any, path: Path, seed: int, encrypted: bool) -> None:
+def _run_sequence(pool: Any, path: Path, seed: int, wrapper: str = "") -> None:
     rng = random.Random(seed)
     path.mkdir()
     tenant = uuid.uuid4()
-    pairs = [Pair(pool, tenant, path, sid, limit, encrypted) for sid, limit in SESSION_IDS]
-    ops = _operations(rng)
+    pairs = [Pair(pool, tenant, path, sid, limit, wrapper) for sid, limit in SESSION_IDS]
+    ops = _operations(rng, compact=wrapper == "compaction")
 
     async def one(step: int, index: int, handle: int, op: tuple[Any, ...]) -> None:
         memsub, references = pairs[index].handles[handle]
@@ -247,7 +275,7 @@ def _run_sequence(pool: Any, path: Path, seed: int, encrypted: bool) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_operation_sequences_agree_with_the_sdk_sessions(pool: Any, tmp_path: Path, seed: int) -> None:
-    _run_sequence(pool, tmp_path / "plain", seed, encrypted=False)
+    _run_sequence(pool, tmp_path / "plain", seed)
 
 
 @pytest.mark.parametrize("seed", ENCRYPTED_SEEDS)
@@ -255,7 +283,15 @@ def test_random_operation_sequences_agree_under_the_sdk_encrypted_session(pool: 
                                                                           seed: int) -> None:
     """The SDK's EncryptedSession over MemsubSession and over SQLiteSession: it stores envelopes (JSON objects)
     and reads the session under it in windows of its own; the decrypted histories must agree."""
-    _run_sequence(pool, tmp_path / "encrypted", seed, encrypted=True)
+    _run_sequence(pool, tmp_path / "encrypted", seed, "encrypted")
+
+
+@pytest.mark.parametrize("seed", ENCRYPTED_SEEDS)
+def test_random_operation_sequences_agree_under_the_sdk_compaction_session(pool: Any, tmp_path: Path,
+                                                                           seed: int) -> None:
+    """The SDK's OpenAIResponsesCompactionSession over MemsubSession and over SQLiteSession, with forced
+    compactions among the operations: the histories must agree, compacted ones included."""
+    _run_sequence(pool, tmp_path / "compaction", seed, "compaction")
 
 
 # --- invalid input -----------------------------------------------------------------------------------------------
