@@ -65,6 +65,8 @@ SESSION_IDS: list[tuple[str, int | None]] = [
     ("x" * 200, 1),
     ("conversation-1 ", None),  # differs from conversation-1 by a trailing space only
     ("CONVERSATION-1", 2),  # and by case only
+    ("caf\u00e9", None),  # composed
+    ("cafe\u0301", None),  # decomposed: the same text to a reader, another session id
 ]
 
 TEXTS = [
