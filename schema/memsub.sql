@@ -6329,12 +6329,13 @@ begin
             using errcode = '42501', column = 'session_id';
     end if;
     -- NULL reads the whole history (the SDK's "no limit"), 0 reads nothing; a negative limit, which the SDK's
-    -- sessions read differently (SQLite: all, Redis and SQLAlchemy: none), is refused, and so is one over max_rows.
+    -- sessions read differently (SQLite: all, Redis and SQLAlchemy: none), is refused. A limit is the most items
+    -- to read, however large, as in the SDK's sessions: its compaction session reads a whole history as
+    -- limit 2147483647, and no limit reads it whole anyway, so max_rows would bound nothing here.
     if p_limit < 0 then
         raise exception 'memsub.agent_session_get_items: limit must not be negative, not %', p_limit
             using errcode = '22023', column = 'limit';
     end if;
-    perform memsub._check_limit(p_limit, 'max_rows', 'limit');
     if p_limit is null then
         return query
         select i.item_id, i.item from memsub.agent_session_items i
@@ -6353,7 +6354,7 @@ $$;
 
 ALTER FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) IS 'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; NULL: all). 22023 naming session_id when blank, limit when negative; 54000 naming limit over max_rows; 42501 naming session_id when the session is written from another context (another organization''s, or the tenant-wide one), as its writers are.';
+COMMENT ON FUNCTION memsub.agent_session_get_items(p_session_id text, p_limit integer) IS 'The items of a session of the context tenant, oldest first: all of them, or the newest p_limit (0: none; NULL: all; not held to max_rows, as NULL is not). 22023 naming session_id when blank, limit when negative; 42501 naming session_id when the session is written from another context (another organization''s, or the tenant-wide one), as its writers are.';
 
 CREATE FUNCTION memsub.agent_session_pop_item(p_session_id text) RETURNS json
     LANGUAGE plpgsql SECURITY DEFINER
