@@ -136,6 +136,14 @@ def test_a_deleted_sessions_tasks_agents_and_checkpoints_stay_its_users(db: Any)
         assert _session_work_seen(admin) == everything
 
 
+def _alices_session_with_a_note(conn: psycopg.Connection[Any]) -> None:
+    """Alice (organization 1) creates session alice-s and writes an entry into its session: namespace."""
+    set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
+    conn.execute("select memsub.session_create('alice-s')")
+    conn.execute("select memsub.memory_write('session:alice-s:notes', 'plan', %s::jsonb)", [json.dumps(SECRET)])
+    conn.commit()
+
+
 def _session_memory_seen(conn: Any, session: str) -> dict[str, int]:
     """What the context reads of a session's session:<id> memory (every entry carries SECRET) and of the session."""
     namespace = f"session:{session}:notes"
@@ -160,11 +168,7 @@ def test_session_memory_is_read_and_written_only_where_its_session_is_visible(db
     namespace of the contexts naming it."""
     every = {"sessions": 1, "memory_entries": 1, "memory_get": 1, "memory_list": 1, "memory_search": 1}
     with db.connect("app") as conn:
-        set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
-        conn.execute("select memsub.session_create('alice-s')")
-        conn.execute("select memsub.memory_write('session:alice-s:notes', 'plan', %s::jsonb)",
-                     [json.dumps(SECRET)])
-        conn.commit()
+        _alices_session_with_a_note(conn)
         set_context(conn, TENANT_A, ORG_2, CAROL, session="alice-s")
         assert _session_memory_seen(conn, "alice-s") == dict.fromkeys(every, 0)
         conn.rollback()
@@ -196,11 +200,7 @@ def test_a_deleted_sessions_memory_stays_its_users(db: Any) -> None:
     0) and wrote into the namespace."""
     every = {"sessions": 0, "memory_entries": 1, "memory_get": 1, "memory_list": 1, "memory_search": 1}
     with db.connect("app") as conn:
-        set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
-        conn.execute("select memsub.session_create('alice-s')")
-        conn.execute("select memsub.memory_write('session:alice-s:notes', 'plan', %s::jsonb)",
-                     [json.dumps(SECRET)])
-        conn.commit()
+        _alices_session_with_a_note(conn)
     with db.connect("tenant_admin") as admin:
         set_context(admin, TENANT_A, ORG_2, roles=["tenant_admin"])
         assert admin.execute("select memsub.session_delete('alice-s')").fetchone()[0] is True
