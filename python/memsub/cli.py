@@ -272,7 +272,7 @@ def packet_write(source: IO[str], target: Target, batch_size: int, embedder_spec
         raise InvalidInput(f"input is not valid JSON: {error}; nothing was written") from error
     results = []
     try:
-        with target.session() as session:
+        with target.session(writes="memsub packet write") as session:
             embedder = resolve_embedder(embedder_spec, session.vector_dimension()) if embedder_spec else None
             with click.progressbar(length=len(envelopes), label="writing packets", file=sys.stderr,
                                    show_pos=True) as bar:

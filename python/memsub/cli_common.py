@@ -18,7 +18,15 @@ import click
 from pydantic import BaseModel
 
 from memsub._calls import ContextRole
-from memsub.connection import DEFAULT_PREPARE_THRESHOLD, check_prepare_threshold, masked, probe, resolve
+from memsub.connection import (
+    DEFAULT_PREPARE_THRESHOLD,
+    check_prepare_threshold,
+    connect,
+    masked,
+    probe,
+    refuse_on_standby,
+    resolve,
+)
 from memsub.errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -47,6 +55,16 @@ def reachable_dsn(dsn: str | None) -> str:
     return conninfo
 
 
+def primary_dsn(dsn: str | None, command: str) -> str:
+    """:func:`reachable_dsn` for a command that changes the database: a server that is a hot standby is refused
+    here (HotStandbyError, exit 6, naming ``command``), before anything is attempted, instead of with
+    PostgreSQL's read-only message for its first write."""
+    conninfo = server_dsn(dsn)
+    with connect(conninfo) as conn:
+        refuse_on_standby(conn, command)
+    return conninfo
+
+
 @dataclass(frozen=True, repr=False)
 class Target:
     """The shared context of a command that acts for a tenant: the server and the tenant context it sets. Its
@@ -69,20 +87,22 @@ class Target:
                 "roles": self.roles}
 
     @contextmanager
-    def substrate(self) -> Iterator[Substrate]:
-        """A one-connection Substrate on the reachable server, closed at the end."""
+    def substrate(self, writes: str | None = None) -> Iterator[Substrate]:
+        """A one-connection Substrate on the reachable server, closed at the end. ``writes``: the command, which
+        changes the database, so a hot standby is refused up front (:func:`primary_dsn`)."""
         from memsub.client import Substrate
 
-        substrate = Substrate(reachable_dsn(self.dsn), max_size=1, timeout=10.0)
+        conninfo = reachable_dsn(self.dsn) if writes is None else primary_dsn(self.dsn, writes)
+        substrate = Substrate(conninfo, max_size=1, timeout=10.0)
         try:
             yield substrate
         finally:
             substrate.close()
 
     @contextmanager
-    def session(self) -> Iterator[TenantSession]:
-        """One TenantSession (one transaction) for this tenant context."""
-        with self.substrate() as substrate, substrate.tenant(
+    def session(self, writes: str | None = None) -> Iterator[TenantSession]:
+        """One TenantSession (one transaction) for this tenant context (``writes``: as for :meth:`substrate`)."""
+        with self.substrate(writes) as substrate, substrate.tenant(
                 self.tenant_id, **self.context()) as memory:
             yield memory
 

@@ -14,6 +14,7 @@ from memsub.cli_common import (
     context_role_option,
     emit_json_lines,
     prepare_threshold_option,
+    primary_dsn,
     reachable_dsn,
 )
 from memsub.client import Substrate
@@ -67,8 +68,10 @@ def _admin_options(function: Any) -> Any:
     return function
 
 
-def _substrate(dsn: str | None) -> Substrate:
-    return Substrate(reachable_dsn(dsn), max_size=1, timeout=10.0)
+def _substrate(dsn: str | None, writes: str | None = None) -> Substrate:
+    """A one-connection Substrate; ``writes`` names a command that changes the database (a hot standby is
+    refused up front)."""
+    return Substrate(reachable_dsn(dsn) if writes is None else primary_dsn(dsn, writes), max_size=1, timeout=10.0)
 
 
 def _admin_tenant(admin_role: str, admin_tenant: str | None) -> str | None:
@@ -93,7 +96,8 @@ def api_key_create(dsn: str | None, admin_role: str, admin_tenant: str | None, t
                    as_json: bool) -> None:
     """Mint an API key (memsub.create_api_key). The key is printed once: only its sha256 is stored."""
     context_tenant = admin_tenant or (tenant_id if admin_role == "tenant_admin" else None)
-    with _substrate(dsn) as substrate, substrate.tenant(context_tenant, roles=[admin_role]) as session:
+    with _substrate(dsn, "memsub api-key create") as substrate, \
+            substrate.tenant(context_tenant, roles=[admin_role]) as session:
         minted = session.run(api_keys.create_api_key(
             tenant_id, org_id=org_id, user_id=user_id, roles=roles,  # type: ignore[arg-type]
             label=label, expires_at=expires_at))
@@ -112,7 +116,8 @@ def api_key_revoke(dsn: str | None, admin_role: str, admin_tenant: str | None, k
     the whole key, revokes it by its id and prints only the id."""
     key_id = api_keys.key_id_of(key_id)
     context_tenant = _admin_tenant(admin_role, admin_tenant)
-    with _substrate(dsn) as substrate, substrate.tenant(context_tenant, roles=[admin_role]) as session:
+    with _substrate(dsn, "memsub api-key revoke") as substrate, \
+            substrate.tenant(context_tenant, roles=[admin_role]) as session:
         revoked = session.run(api_keys.revoke_api_key(key_id))
     if not revoked:
         click.echo(f"memsub: no live key {key_id} in this context", err=True)

@@ -62,7 +62,7 @@ def ingest_command(paths: tuple[Path, ...], target: Target, embedder_spec: str |
         _report({"path": _shown(str(error.filename)), "status": "failed",
                  "error": f"cannot list the directory: {error.strerror}", "field": None}, as_json)
     embedder: Embedder | None = None
-    with target.substrate() as substrate:
+    with target.substrate(writes="memsub ingest") as substrate:
         if embedder_spec:
             with substrate.tenant(target.tenant_id, **target.context()) as session:
                 embedder = resolve_embedder(embedder_spec, session.vector_dimension())

@@ -13,7 +13,7 @@ import psycopg
 from psycopg import sql
 
 from memsub._calls import checked_text
-from memsub.cli_common import dsn_option, emit_json, reachable_dsn
+from memsub.cli_common import dsn_option, emit_json, primary_dsn
 from memsub.connection import connect
 from memsub.errors import InvalidInput
 
@@ -60,7 +60,7 @@ def login_timeouts_command(logins: tuple[str, ...], dsn: str | None, as_json: bo
     role that may ALTER those roles (a superuser or one with CREATEROLE). New sessions pick them up."""
     # Every login is checked before any is changed, and all are set in one transaction: a refused login leaves
     # every role as it was, and what is printed is what was committed.
-    with connect(reachable_dsn(dsn)) as conn:
+    with connect(primary_dsn(dsn, "memsub login-timeouts")) as conn:
         for login in logins:
             try:
                 check_login(conn, login)  # type: ignore[arg-type]

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from memsub import _calls
-from memsub.cli_common import UUID_TEXT, dsn_option, emit_json_lines, print_table, reachable_dsn
+from memsub.cli_common import UUID_TEXT, dsn_option, emit_json_lines, primary_dsn, print_table
 from memsub.cli_views import refresh_all_views
 from memsub.connection import connect, lift_run_timeouts
 from memsub.errors import InvalidInput
@@ -37,7 +37,7 @@ def tenant_erase(tenant_id: str, dsn: str | None, yes: bool, refresh_views: bool
     if not yes:
         raise InvalidInput(f"memsub tenant erase deletes every row of tenant {tenant_id}: pass --yes to confirm",
                            field="yes")
-    conninfo = reachable_dsn(dsn)
+    conninfo = primary_dsn(dsn, "memsub tenant erase")
     with connect(conninfo) as conn:
         lift_run_timeouts(conn)
         context = _calls.set_context(None, None, None, ["platform_admin"], None)

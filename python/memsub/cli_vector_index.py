@@ -6,7 +6,7 @@ import dataclasses
 
 import click
 
-from memsub.cli_common import dsn_option, emit_json, json_lines_option, print_table, reachable_dsn
+from memsub.cli_common import dsn_option, emit_json, json_lines_option, primary_dsn, print_table, reachable_dsn
 from memsub.connection import connect
 from memsub.vector_index import VectorIndexBuild, index_builds, rebuild_index
 
@@ -52,7 +52,7 @@ def vector_index_rebuild(dsn: str | None, embedding_type: str, m: int, ef_constr
     memsub.set_vector_index_build checks and records the parameters (22023 naming the field, nothing changed),
     then REINDEX INDEX CONCURRENTLY builds the new graph beside the old one and swaps them. Run memsub maintain
     --task tune_search afterwards: the recall it measured was the old graph's."""
-    with connect(reachable_dsn(dsn), autocommit=True) as conn:
+    with connect(primary_dsn(dsn, "memsub vector-index rebuild"), autocommit=True) as conn:
         index_name, seconds = rebuild_index(conn, embedding_type, m, ef_construction, maintenance_work_mem)
         builds = index_builds(conn, embedding_type)
     _print(builds, as_json)

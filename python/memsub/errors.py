@@ -63,7 +63,8 @@ class ReadOnlyError(StateError):
 
 
 class HotStandbyError(ReadOnlyError):
-    """A command that changes the database (migrate, repair, maintain, refresh-views) pointed at a hot standby
+    """A command that changes the database (migrate, repair, maintain, refresh-views, and the CLI's tenant erase,
+    api-key create/revoke, login-timeouts, vector-index rebuild, packet write, ingest) pointed at a hot standby
     (pg_is_in_recovery() is true): refused before anything is attempted (SQLSTATE 25006). Run it on the
     primary."""
 

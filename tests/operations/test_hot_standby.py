@@ -388,10 +388,6 @@ def test_the_cli_reads_from_the_standby_and_names_a_refused_write(pair: Pair, wr
     assert found.exit_code == 0 and str(written.packet_id) in found.stdout, found.output
     status = runner.invoke(cli, ["status", "--dsn", pair.dsn("standby", "analyst")])
     assert status.exit_code == 0, status.output
-    envelope = tmp_path / "packet.json"
-    envelope.write_text('{"packet_type": "note", "payload": {"text": "on the standby"}}')
-    refused = runner.invoke(cli, ["packet", "write", str(envelope), *standby])
-    assert refused.exit_code == 1 and "read-only transaction" in refused.stderr, refused.output
 
 
 def test_maintenance_and_migration_on_the_standby_are_refused_naming_it(pair: Pair, written: Written) -> None:
@@ -425,6 +421,39 @@ def test_maintenance_and_migration_on_the_standby_are_refused_naming_it(pair: Pa
         assert conn.execute("select count(*) from memsub.memory_view_refresh_log").fetchone() == logged
     # On the primary the same commands run as before.
     assert runner.invoke(cli, ["migrate", "--dsn", pair.primary]).exit_code == 0
+
+
+def test_every_cli_command_that_writes_is_refused_on_the_standby_naming_it(pair: Pair, written: Written,
+                                                                          tmp_path: Path) -> None:
+    """Every other command of the CLI that changes the database (packet write, ingest, tenant erase, api-key
+    create and revoke, login-timeouts, vector-index rebuild) pointed at the standby says it is a hot standby and
+    that it runs on the primary, exit 6, before anything is attempted, as maintain and migrate do. Before, each
+    printed PostgreSQL's "cannot execute ... in a read-only transaction" and exited 1 (ingest reported every file
+    failed; login-timeouts "cannot execute ALTER ROLE in a read-only transaction"; vector-index rebuild the
+    read-only error of memsub.set_vector_index_build)."""
+    envelope = tmp_path / "packet.json"
+    envelope.write_text('{"packet_type": "note", "payload": {"text": "on the standby"}}')
+    note = tmp_path / "note.md"
+    note.write_text("# On the standby\n\nNothing is stored here.\n")
+    app = ["--dsn", pair.dsn("standby", "app"), "--tenant", str(TENANT_A), "--user", str(USER)]
+    admin = ["--dsn", pair.dsn("standby", "platform_admin")]
+    runner = CliRunner()
+    for command in (["packet", "write", str(envelope), *app], ["ingest", str(note), "--json", *app],
+                    ["tenant", "erase", str(TENANT_B), "--yes", "--json", *admin],
+                    ["api-key", "create", "--tenant", str(TENANT_A), *admin],
+                    ["api-key", "revoke", "0123456789abcdef", *admin],
+                    ["login-timeouts", "standby_test_app", "--json", "--dsn", pair.standby],
+                    ["vector-index", "rebuild", "--type", "content", "--m", "16", "--ef-construction", "64",
+                     "--dsn", pair.standby]):
+        result = runner.invoke(cli, command)
+        assert result.exit_code == exit_codes.ON_STANDBY, (command, result.output)
+        assert result.stderr.splitlines()[-1].startswith("memsub: the server is a hot standby"), \
+            (command, result.stderr)
+        assert "primary" in result.stderr and "read-only transaction" not in result.stderr, (command, result.stderr)
+        if "--json" in command:
+            [payload] = [json.loads(line) for line in result.stdout.splitlines()]
+            assert (payload["exit_code"], payload["error"], payload["sqlstate"]) == (6, "HotStandbyError",
+                                                                                     "25006"), (command, payload)
 
 
 def test_a_read_the_standbys_replay_cancels_is_a_retryable_busy(pair: Pair, written: Written) -> None:
