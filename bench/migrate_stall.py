@@ -45,12 +45,12 @@ CHANGED_FILE = "130_packet_read.sql"
 BLOCKS_WRITES = ("ShareLock", "ShareRowExclusiveLock", "ExclusiveLock", "AccessExclusiveLock")
 
 
-def sql_versions(root: Path) -> list[Path]:
-    """Two copies of sql/, each with a different body of the first function of CHANGED_FILE."""
+def sql_versions(root: Path, source: Path | None = None) -> list[Path]:
+    """Two copies of sql/ (or of ``source``), each with a different body of the first function of CHANGED_FILE."""
     versions = []
     for version in ("a", "b"):
         copy = root / f"sql_{version}"
-        shutil.copytree(resources.repeatables_dir(), copy)
+        shutil.copytree(source or resources.repeatables_dir(), copy)
         target = copy / CHANGED_FILE
         text = target.read_text()
         assert "as $$\n" in text

@@ -162,7 +162,9 @@ def repeatable_steps(repeatables: Sequence[Repeatable]) -> list[tuple[str, list[
     steps: list[tuple[str, list[str]]] = []
     for item in repeatables:
         steps.append((f"sql/{item.name}", [
-            "select pg_catalog.set_config('memsub.step_started', clock_timestamp()::text, true)",
+            # memsub.keep_probes: the transaction's probes of memsub._same_as_created keep one table per table
+            "select pg_catalog.set_config('memsub.step_started', clock_timestamp()::text, true), "
+            "pg_catalog.set_config('memsub.keep_probes', 'on', true)",
             item.sql,
             "insert into memsub.schema_repeatable_history (file_name, sha256, applied_at, duration_ms) "  # noqa: S608 - validated file names and hex digests
             f"values ({_literal(item.name)}, {_literal(item.sha256)}, clock_timestamp(), "

@@ -503,3 +503,63 @@ def test_a_policy_is_created_again_when_no_probe_can_be_made(db: Any) -> None:
         conn.commit()
     result = CliRunner().invoke(cli, ["verify", "--dsn", db.dsn()])
     assert result.exit_code == 0, result.output
+
+
+_TEMPORARY = ("select c.relname, c.oid::bigint from pg_class c where c.relnamespace = pg_my_temp_schema() "
+              "and c.relkind = 'r' order by 1")
+
+
+def test_the_reapply_makes_one_probe_table_per_table_and_decides_as_before(db: Any, tmp_path: Path) -> None:
+    """In the transaction that applies sql/ (memsub.keep_probes on), memsub._same_as_created makes the temporary
+    table of a table's probes once and uses it for every later probe of that table: one kept table per probed
+    table, with no policy or trigger left on it, gone at the end of the transaction. It decides as a probe of its
+    own would: a policy changed in place in that transaction is created again, a table whose columns changed
+    after its probe table was made gets a new one (and its identical policy is kept), and a temporary table of
+    the name that the session made itself is no probe (the policy is created again, the table left as it was).
+    Before, each of the some 140 probes made its table and dropped it (no table was kept)."""
+    ensure = "call memsub._ensure_policy('memsub.sessions', %s, %s)"
+    tenant = ("create policy tenant_isolation on memsub.sessions as permissive for all to public "
+              "using (tenant_id = (select memsub.current_tenant_id()))")
+    admin = ("create policy admin_override on memsub.sessions as permissive for all to public "
+             "using ((select memsub.is_platform_admin()))")
+    before = _oids(db)
+    with db.connect() as conn:
+        conn.execute("set search_path = public")
+        for _, statements in repeatable_steps(load_repeatables(_one_function_body_changed(tmp_path))):
+            for statement in statements:
+                conn.execute(statement.encode())
+        kept = dict(conn.execute(_TEMPORARY).fetchall())
+        assert {"packet_store", "sessions", "tasks", "memory_entries"} <= set(kept), kept
+        assert len(kept) < len(before) / 2  # one per probed table, not one per probe
+        assert conn.execute("select count(*) from pg_policy p join pg_class c on c.oid = p.polrelid "
+                            "where c.relnamespace = pg_my_temp_schema()").fetchone() == (0,)
+        assert conn.execute("select count(*) from pg_trigger t join pg_class c on c.oid = t.tgrelid "
+                            "where c.relnamespace = pg_my_temp_schema()").fetchone() == (0,)
+        assert dict(conn.execute(_POLICIES_AND_TRIGGERS).fetchall()) == before
+        # Changed in place in this transaction: created again, though the probe table is a kept one.
+        conn.execute("alter policy tenant_isolation on memsub.sessions using (true)")
+        conn.execute(ensure, ["tenant_isolation", tenant])
+        assert dict(conn.execute(_TEMPORARY).fetchall())["sessions"] == kept["sessions"]
+        changed = dict(conn.execute(_POLICIES_AND_TRIGGERS).fetchall())
+        assert changed["policy sessions.tenant_isolation"] != before["policy sessions.tenant_isolation"]
+        assert changed["policy sessions.admin_override"] == before["policy sessions.admin_override"]
+        # The table gains a column after its probe table was made: a new probe table, and the policy is kept.
+        conn.execute("alter table memsub.sessions add column probe_extra int")
+        conn.execute(ensure, ["admin_override", admin])
+        assert dict(conn.execute(_TEMPORARY).fetchall())["sessions"] != kept["sessions"]
+        assert dict(conn.execute(_POLICIES_AND_TRIGGERS).fetchall()) == changed
+        conn.rollback()
+    with db.connect() as conn:
+        assert conn.execute(_TEMPORARY).fetchall() == []
+        conn.execute("select pg_catalog.set_config('memsub.keep_probes', 'on', true)")
+        conn.execute("create temporary table sessions (id int)")
+        conn.execute(ensure, ["admin_override", admin])
+        assert dict(conn.execute(_POLICIES_AND_TRIGGERS).fetchall())["policy sessions.admin_override"] != \
+            before["policy sessions.admin_override"]
+        assert conn.execute("select count(*) from pg_temp.sessions").fetchone() == (0,)
+        conn.rollback()
+    with db.connect() as conn:  # outside the transaction of sql/, nothing stays behind a probe
+        conn.execute(ensure, ["admin_override", admin])
+        assert conn.execute(_TEMPORARY).fetchall() == []
+        conn.rollback()
+    assert _oids(db) == before
