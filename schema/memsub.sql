@@ -4972,12 +4972,19 @@ COMMENT ON FUNCTION memsub._resolve_entity(p_name text) IS 'The graph entity a n
 CREATE FUNCTION memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text) RETURNS boolean
     LANGUAGE plpgsql
     SET search_path TO 'pg_catalog', 'memsub', 'pg_temp'
-    AS $$
+    AS $_$
 declare
     v_relname name;
     v_probe regclass;
     v_statement text;
     v_same boolean := false;
+    v_keep boolean := coalesce(pg_catalog.current_setting('memsub.keep_probes', true), '') = 'on';
+    v_columns constant text := 'select array_agg(array[a.attname::text, a.atttypid::text, a.atttypmod::text, '
+                               'a.attcollation::text] order by a.attnum) from pg_catalog.pg_attribute a '
+                               'where a.attrelid = $1 and a.attnum > 0 and not a.attisdropped';
+    v_kept regclass;
+    v_probe_columns text[];
+    v_table_columns text[];
 begin
     if p_kind is null or p_kind not in ('policy', 'trigger', 'view') then
         raise exception 'memsub._same_as_created: p_kind must be policy, trigger or view, not %', p_kind
@@ -5005,7 +5012,23 @@ begin
     end if;
     begin
         if p_kind <> 'view' then
-            execute format('create temporary table %I (like %s)', v_relname, p_table);
+            -- the probe table an earlier probe of this transaction kept, while it still has the table's columns
+            v_kept := pg_catalog.to_regclass('pg_temp.' || quote_ident(v_relname));
+            if v_keep and v_kept is not null and v_kept::oid::text = any(pg_catalog.string_to_array(
+                    coalesce(pg_catalog.current_setting('memsub.probe_tables', true), ''), ',')) then
+                execute v_columns into v_probe_columns using v_kept;
+                execute v_columns into v_table_columns using p_table;
+                if v_probe_columns is distinct from v_table_columns then
+                    execute format('drop table %s', v_kept);
+                    v_kept := null;
+                end if;
+            else
+                v_kept := null;
+            end if;
+            if v_kept is null then
+                execute format('create temporary table %I (like %s)%s', v_relname, p_table,
+                               case when v_keep then ' on commit drop' else '' end);
+            end if;
         end if;
         execute v_statement;
         v_probe := pg_catalog.to_regclass('pg_temp.' || quote_ident(v_relname));
@@ -5043,17 +5066,25 @@ begin
                                       where c.oid = p_table) || '.' || quote_ident(v_relname) || ' ')
                    = pg_get_triggerdef(r.oid);
         end if;
-        execute format('drop %s %s', case p_kind when 'view' then 'view' else 'table' end, v_probe);
+        if p_kind = 'view' or not v_keep then
+            execute format('drop %s %s', case p_kind when 'view' then 'view' else 'table' end, v_probe);
+        else  -- the table stays for the next probe of this transaction, without what this one made on it
+            execute format('drop %s %I on %s', p_kind, p_name, v_probe);
+            if v_kept is null then
+                perform pg_catalog.set_config('memsub.probe_tables', concat_ws(',',
+                    nullif(pg_catalog.current_setting('memsub.probe_tables', true), ''), v_probe::oid::text), true);
+            end if;
+        end if;
     exception when others then
         return false;  -- no probe (no TEMP privilege, a temporary table of that name): created again
     end;
     return coalesce(v_same, false);
 end
-$$;
+$_$;
 
 ALTER FUNCTION memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text) IS 'True when the policy or trigger p_name of p_table, or the view p_table (p_kind view), is exactly what p_create (the statement creating it) creates: compared in the catalog with the same statement applied to a temporary table of the same name and columns (a temporary view of the same name).';
+COMMENT ON FUNCTION memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text) IS 'True when the policy or trigger p_name of p_table, or the view p_table (p_kind view), is exactly what p_create (the statement creating it) creates: compared in the catalog with the same statement applied to a temporary table of the same name and columns (a temporary view of the same name). With memsub.keep_probes on (the transaction applying sql/), the temporary table is made once per table and transaction, ON COMMIT DROP.';
 
 CREATE FUNCTION memsub._sample_query(p_row public.vector, p_distance double precision) RETURNS public.vector
     LANGUAGE plpgsql PARALLEL RESTRICTED
