@@ -158,6 +158,16 @@ def _session_memory_seen(conn: Any, session: str) -> dict[str, int]:
     }
 
 
+def _alices_session_memory_write_is_refused(conn: Any, org: uuid.UUID, user: uuid.UUID | None) -> None:
+    """A context of ``org`` and ``user`` naming Alice's session writes none of its session: memory: 42501 naming
+    namespace; the transaction is then rolled back."""
+    set_context(conn, TENANT_A, org, user, session="alice-s")
+    with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
+        conn.execute("select memsub.memory_write('session:alice-s:notes', 'more', '1')")
+    assert refused.value.diag.column_name == "namespace"
+    conn.rollback()
+
+
 def test_session_memory_is_read_and_written_only_where_its_session_is_visible(db: Any) -> None:
     """session:<id> memory is read and written by a context naming the session, but only where that session is
     visible: a user of another organization of the tenant who names Alice's session (which he cannot see) reads
@@ -172,11 +182,7 @@ def test_session_memory_is_read_and_written_only_where_its_session_is_visible(db
         set_context(conn, TENANT_A, ORG_2, CAROL, session="alice-s")
         assert _session_memory_seen(conn, "alice-s") == dict.fromkeys(every, 0)
         conn.rollback()
-        set_context(conn, TENANT_A, ORG_2, CAROL, session="alice-s")
-        with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
-            conn.execute("select memsub.memory_write('session:alice-s:notes', 'more', '1')")
-        assert refused.value.diag.column_name == "namespace"
-        conn.rollback()
+        _alices_session_memory_write_is_refused(conn, ORG_2, CAROL)
         set_context(conn, TENANT_A, ORG_1, BOB, session="alice-s")
         assert _session_memory_seen(conn, "alice-s") == every
         conn.rollback()
@@ -211,11 +217,7 @@ def test_a_deleted_sessions_memory_stays_its_users(db: Any) -> None:
             assert _session_memory_seen(conn, "alice-s") == dict.fromkeys(every, 0), user
             assert conn.execute("select count(*) from memsub.deleted_sessions").fetchone()[0] == 0, user
             conn.rollback()
-            set_context(conn, TENANT_A, org, user, session="alice-s")
-            with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
-                conn.execute("select memsub.memory_write('session:alice-s:notes', 'more', '1')")
-            assert refused.value.diag.column_name == "namespace"
-            conn.rollback()
+            _alices_session_memory_write_is_refused(conn, org, user)
         for org, user in ((ORG_1, BOB), (ORG_2, CAROL)):
             set_context(conn, TENANT_A, org, user, session="alice-s")
             with pytest.raises(psycopg.errors.UniqueViolation) as refused:
