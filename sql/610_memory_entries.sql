@@ -7,7 +7,8 @@
 --   app:<app name>[:...]         read: everyone in the tenant   write: tenant_admin / platform_admin context
 --   user:<user id>[:...]         read/write: the context user (user id = its UUID in canonical text)
 --   session:<session id>[:...]   read/write: the context session, unless it is a session the context cannot see
---                                (another organization's: memsub._context_session_namespace)
+--                                (another organization's) or another user's deleted session
+--                                (memsub.deleted_sessions): memsub._context_session_namespace
 --   temp:...                     never stored here: sessions.state only
 -- Admin contexts read and write every namespace of the tenant. The functions check the rules and name the
 -- offending field; the row-level security policies enforce the same rules underneath.
@@ -109,7 +110,8 @@ as $$
 $$;
 comment on function memsub._memory_namespace_writable(text) is
     'True when the current context may write the namespace: its own user: namespace and its session''s session: '
-    'namespace (memsub._context_session_namespace: not a session of another organization), or any '
+    'namespace (memsub._context_session_namespace: not a session of another organization, nor another user''s '
+    'deleted session), or any '
     'namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
 
 create or replace function memsub._raise_stale_memory_write(p_namespace text, p_key text, p_reason text,
