@@ -156,6 +156,13 @@ class Packet:
                                                 or (self.session is not None and self.session == reader.session))))
 
 
+def wait_until_expired(expiring: datetime) -> None:
+    """Returns once rows written to expire at ``expiring`` have expired: a second past it, so that the server's
+    clock has passed it too and the searches that follow find none of them."""
+    while datetime.now(UTC) <= expiring + timedelta(seconds=1):
+        time.sleep(0.2)
+
+
 def thread_of(tenant: uuid.UUID, org: uuid.UUID | None, n: int) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_OID, f"{tenant}/{org}/{n}")
 
@@ -213,8 +220,7 @@ def build_packets(db: Any, seed: int = 56) -> list[Packet]:
     for packet in packets:
         for embedding in packet.embeddings:
             embedding.embedding_id = stored[(packet.packet_id, embedding.embedding_type, embedding.chunk_index)]
-    while datetime.now(UTC) <= expiring + timedelta(seconds=1):
-        time.sleep(0.2)
+    wait_until_expired(expiring)
     return packets
 
 
@@ -594,8 +600,7 @@ def build_store(db: Any, seed: int = 58) -> list[StoreItem]:
                              [f"f{i}" for i in range(len(vectors))],
                              ["[" + ",".join(map(str, v)) + "]" for v in vectors]])
                 items[(tenant, namespace, key)] = item
-    while datetime.now(UTC) <= expiring + timedelta(seconds=1):
-        time.sleep(0.2)
+    wait_until_expired(expiring)
     with db.connect() as su:
         for tenant, namespace, key, updated_at in su.execute(
                 "select tenant_id, namespace, key, updated_at from memsub.langgraph_store_items").fetchall():
@@ -969,8 +974,7 @@ def build_reflections(db: Any, seed: int = 61) -> list[Reflection]:
             reflection.reflection_id = row[0]
             reflection.task = None if reflection.task is None else " ".join(reflection.task.split())
             found.append(reflection)
-    while datetime.now(UTC) <= expiring + timedelta(seconds=1):
-        time.sleep(0.2)
+    wait_until_expired(expiring)
     return found
 
 
@@ -1215,8 +1219,7 @@ def build_graph(db: Any, seed: int = 63) -> list[Edge]:
                     if end is None:
                         break
                     day += rng.randrange(3)
-    while datetime.now(UTC) <= expiring + timedelta(seconds=1):
-        time.sleep(0.2)
+    wait_until_expired(expiring)
     return edges
 
 
