@@ -219,6 +219,12 @@ begin
                 p_namespace, v_kind
                 using errcode = '42501', column = 'namespace';
         end if;
+        -- The context's own session id, refused by memsub._context_session_namespace: say why, not "another".
+        if v_kind = 'session' and split_part(p_namespace, ':', 2) = memsub.current_session_id() then
+            raise exception 'namespace "%": the context''s session % is another organization''s or was another user''s deleted session, and its session: memory is not the context''s',
+                p_namespace, memsub.current_session_id()
+                using errcode = '42501', column = 'namespace';
+        end if;
         raise exception 'namespace "%" belongs to another % than the context''s', p_namespace, v_kind
             using errcode = '42501', column = 'namespace';
     end if;

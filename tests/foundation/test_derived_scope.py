@@ -160,11 +160,15 @@ def _session_memory_seen(conn: Any, session: str) -> dict[str, int]:
 
 def _alices_session_memory_write_is_refused(conn: Any, org: uuid.UUID, user: uuid.UUID | None) -> None:
     """A context of ``org`` and ``user`` naming Alice's session writes none of its session: memory: 42501 naming
-    namespace; the transaction is then rolled back."""
+    namespace, with a message that says why the context's own session id is refused (before, it said the namespace
+    "belongs to another session than the context's", which names the context's session); the transaction is then
+    rolled back."""
     set_context(conn, TENANT_A, org, user, session="alice-s")
     with pytest.raises(psycopg.errors.InsufficientPrivilege) as refused:
         conn.execute("select memsub.memory_write('session:alice-s:notes', 'more', '1')")
     assert refused.value.diag.column_name == "namespace"
+    assert "the context's session alice-s is another organization's or was another user's deleted session" \
+        in str(refused.value.diag.message_primary), refused.value.diag.message_primary
     conn.rollback()
 
 
