@@ -13,8 +13,9 @@ code   meaning
 4      insufficient privilege: the role lacks a grant or membership the command needs
 5      preflight refused: the server lacks what installation needs (extension, privilege, version);
        nothing was changed
-6      the server is a hot standby (``pg_is_in_recovery()``): ``migrate``, ``repair``, ``maintain`` and
-       ``refresh-views`` run on the primary; nothing was attempted
+6      the server is a hot standby (``pg_is_in_recovery()``): a command that changes the database
+       (``migrate``, ``repair``, ``maintain``, ``refresh-views`` ...; docs/operations.md lists them)
+       runs on the primary; nothing was attempted
 =====  ==========================================================================================
 """
 
