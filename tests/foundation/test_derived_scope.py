@@ -91,6 +91,24 @@ def _session_work_seen(conn: Any) -> dict[str, int]:
             for table in ("tasks", "agents", "checkpoints")}
 
 
+def _admin_deletes_alices_session(db: Any, org: uuid.UUID) -> None:
+    """A tenant admin (in ``org``'s context) deletes Alice's session alice-s and commits."""
+    with db.connect("tenant_admin") as admin:
+        set_context(admin, TENANT_A, org, roles=["tenant_admin"])
+        assert admin.execute("select memsub.session_delete('alice-s')").fetchone()[0] is True
+        admin.commit()
+
+
+def _creating_alices_session_id_is_refused(conn: Any, org: uuid.UUID, user: uuid.UUID) -> None:
+    """A user other than Alice cannot create a session with the id of her deleted session: 23505 naming
+    session_id; the transaction is then rolled back."""
+    set_context(conn, TENANT_A, org, user, session="alice-s")
+    with pytest.raises(psycopg.errors.UniqueViolation) as refused:
+        conn.execute("select memsub.session_create('alice-s')")
+    assert refused.value.diag.column_name == "session_id"
+    conn.rollback()
+
+
 def test_a_deleted_sessions_tasks_agents_and_checkpoints_stay_its_users(db: Any) -> None:
     """A task, agent and checkpoint made in Alice's session are read where the session is; once an admin deletes
     the session they stay Alice's (and admins'): Bob, another user of her organization, reads none of them, with
@@ -111,20 +129,13 @@ def test_a_deleted_sessions_tasks_agents_and_checkpoints_stay_its_users(db: Any)
         set_context(conn, TENANT_A, ORG_1, BOB)
         assert _session_work_seen(conn) == nothing
         conn.rollback()
-    with db.connect("tenant_admin") as admin:
-        set_context(admin, TENANT_A, ORG_1, roles=["tenant_admin"])
-        assert admin.execute("select memsub.session_delete('alice-s')").fetchone()[0] is True
-        admin.commit()
+    _admin_deletes_alices_session(db, ORG_1)
     with db.connect("app") as conn:
         for session in (None, "alice-s"):
             set_context(conn, TENANT_A, ORG_1, BOB, session=session)
             assert _session_work_seen(conn) == nothing, session
             conn.rollback()
-        set_context(conn, TENANT_A, ORG_1, BOB, session="alice-s")
-        with pytest.raises(psycopg.errors.UniqueViolation) as refused:  # the id stays the deleted session's
-            conn.execute("select memsub.session_create('alice-s')")
-        assert refused.value.diag.column_name == "session_id"
-        conn.rollback()
+        _creating_alices_session_id_is_refused(conn, ORG_1, BOB)  # the id stays the deleted session's
         set_context(conn, TENANT_A, ORG_1, CAROL)
         assert _session_work_seen(conn) == nothing
         conn.rollback()
@@ -211,10 +222,7 @@ def test_a_deleted_sessions_memory_stays_its_users(db: Any) -> None:
     every = {"sessions": 0, "memory_entries": 1, "memory_get": 1, "memory_list": 1, "memory_search": 1}
     with db.connect("app") as conn:
         _alices_session_with_a_note(conn)
-    with db.connect("tenant_admin") as admin:
-        set_context(admin, TENANT_A, ORG_2, roles=["tenant_admin"])
-        assert admin.execute("select memsub.session_delete('alice-s')").fetchone()[0] is True
-        admin.commit()
+    _admin_deletes_alices_session(db, ORG_2)
     with db.connect("app") as conn:
         for org, user in ((ORG_1, BOB), (ORG_2, CAROL), (ORG_1, None)):
             set_context(conn, TENANT_A, org, user, session="alice-s")
@@ -223,11 +231,7 @@ def test_a_deleted_sessions_memory_stays_its_users(db: Any) -> None:
             conn.rollback()
             _alices_session_memory_write_is_refused(conn, org, user)
         for org, user in ((ORG_1, BOB), (ORG_2, CAROL)):
-            set_context(conn, TENANT_A, org, user, session="alice-s")
-            with pytest.raises(psycopg.errors.UniqueViolation) as refused:
-                conn.execute("select memsub.session_create('alice-s')")
-            assert refused.value.diag.column_name == "session_id"
-            conn.rollback()
+            _creating_alices_session_id_is_refused(conn, org, user)
         set_context(conn, TENANT_A, ORG_1, ALICE, session="alice-s")
         assert _session_memory_seen(conn, "alice-s") == every
         assert conn.execute("select session_id, user_id, org_id from memsub.deleted_sessions").fetchall() \
