@@ -86,7 +86,8 @@ comment on function memsub._context_session_namespace() is
     'deleted one was the context user''s: memsub.deleted_sessions), else NULL (the session is of another '
     'organization, or was another user''s deleted session). Admin contexts get their session id. Owned by '
     'memsub_retrieval_owner (BYPASSRLS), so that a hidden or deleted session counts; returns no more than the '
-    'context''s own session id. Read by the memory_entries policies and functions.';
+    'context''s own session id. Read by the memory_entries policies and functions and by the audit policy '
+    'audit_namespace_visibility.';
 grant select on memsub.sessions, memsub.deleted_sessions to memsub_retrieval_owner;
 grant execute on function memsub.current_session_id(), memsub.current_tenant_id(), memsub.current_org_id(),
     memsub.current_user_id(),
