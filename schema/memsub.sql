@@ -1798,7 +1798,7 @@ $$;
 
 ALTER FUNCTION memsub._context_session_namespace() OWNER TO memsub_retrieval_owner;
 
-COMMENT ON FUNCTION memsub._context_session_namespace() IS 'Internal: the context''s session id when its session:<id> memory is the context''s (the session of that id is visible to the context; or the tenant has no session of that id and had none that was deleted, or the deleted one was the context user''s: memsub.deleted_sessions), else NULL (the session is of another organization, or was another user''s deleted session). Admin contexts get their session id. Owned by memsub_retrieval_owner (BYPASSRLS), so that a hidden or deleted session counts; returns no more than the context''s own session id. Read by the memory_entries policies and functions.';
+COMMENT ON FUNCTION memsub._context_session_namespace() IS 'Internal: the context''s session id when its session:<id> memory is the context''s (the session of that id is visible to the context; or the tenant has no session of that id and had none that was deleted, or the deleted one was the context user''s: memsub.deleted_sessions), else NULL (the session is of another organization, or was another user''s deleted session). Admin contexts get their session id. Owned by memsub_retrieval_owner (BYPASSRLS), so that a hidden or deleted session counts; returns no more than the context''s own session id. Read by the memory_entries policies and functions and by the audit policy audit_namespace_visibility.';
 
 CREATE FUNCTION memsub._context_tenant_rows(p_embedding_type text, p_limit integer) RETURNS bigint
     LANGUAGE plpgsql STABLE SECURITY DEFINER
@@ -3685,7 +3685,7 @@ $$;
 
 ALTER FUNCTION memsub._memory_namespace_writable(p_namespace text) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._memory_namespace_writable(p_namespace text) IS 'True when the current context may write the namespace: its own user: namespace and its session''s session: namespace (memsub._context_session_namespace: not a session of another organization), or any namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
+COMMENT ON FUNCTION memsub._memory_namespace_writable(p_namespace text) IS 'True when the current context may write the namespace: its own user: namespace and its session''s session: namespace (memsub._context_session_namespace: not a session of another organization, nor another user''s deleted session), or any namespace for tenant_admin/platform_admin contexts (app: and project: need one of them). Never NULL.';
 
 CREATE FUNCTION memsub._memory_view_names() RETURNS text[]
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -5445,6 +5445,12 @@ begin
         if v_kind in ('app', 'project') then
             raise exception 'namespace "%": % memory is written only by an elevated context (tenant_admin or platform_admin); sessions write temp:, session: and user: only',
                 p_namespace, v_kind
+                using errcode = '42501', column = 'namespace';
+        end if;
+        -- The context's own session id, refused by memsub._context_session_namespace: say why, not "another".
+        if v_kind = 'session' and split_part(p_namespace, ':', 2) = memsub.current_session_id() then
+            raise exception 'namespace "%": the context''s session % is another organization''s or was another user''s deleted session, and its session: memory is not the context''s',
+                p_namespace, memsub.current_session_id()
                 using errcode = '42501', column = 'namespace';
         end if;
         raise exception 'namespace "%" belongs to another % than the context''s', p_namespace, v_kind
