@@ -173,12 +173,13 @@ comment on function memsub._require_tenant_id() is
 -- a probe that cannot be made) drops and creates it, as before. memsub._ensure_view does the same for CREATE OR
 -- REPLACE VIEW (ACCESS EXCLUSIVE on the view), with a temporary view of the same name as the probe.
 -- Making the temporary table is most of a probe's cost (its catalog rows and TOAST table: some 3 ms, against
--- 0.3 ms for the policy on it), and sql/ probes about 140 policies and triggers of some 40 tables. So the
+-- 0.3 ms for the policy on it), and sql/ probes about 140 policies and triggers of about 45 tables. So the
 -- transaction that applies sql/ sets memsub.keep_probes to on (transaction-local; the migrator's first statement
 -- of each file): a probe table is then made once per table, ON COMMIT DROP, and used for every later probe of
 -- that table in the transaction (the probe's policy or trigger is dropped after each comparison, the table kept,
--- its OID listed in memsub.probe_tables). One is used again only while it is one of those and has the table's
--- columns still; anything else (a temporary table of that name the session made itself, say) is no probe.
+-- its OID listed in the transaction-local setting memsub.probe_tables). One is used again only while it is one of
+-- those and has the table's columns still; anything else (a temporary table of that name the session made
+-- itself, say) is no probe.
 -- Called without memsub.keep_probes, every probe makes its table and drops it, as before.
 create or replace function memsub._same_as_created(p_kind text, p_table regclass, p_name text, p_create text)
 returns boolean
