@@ -54,6 +54,9 @@ def reads(pool: Any, db: Any) -> list[tuple[str, Callable[[int], Any]]]:
 
 
 def test_adapter_reads_refuse_a_limit_over_max_rows_naming_it(pool: Any, db: Any) -> None:
+    """Every adapter read refuses a limit over max_rows naming it, but the OpenAI Agents session's get_items, which
+    answers any integer limit as the SDK's own sessions do (its compaction session reads the whole history with the
+    largest integer; without a limit it reads the whole history anyway)."""
     for name, read in reads(pool, db):
         if name == "session.get_items":
             assert read(MAX_ROWS + 1) == [] and read(2**31 - 1) == [], name
