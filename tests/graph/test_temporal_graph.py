@@ -400,6 +400,30 @@ def test_edges_of_a_superseded_document_version_or_memory_entry_close_when_it_is
         assert [e.target_entity for e in session.graph.edges_as_of(before, entity="Bob")] == ["Bob"]
 
 
+def test_an_edge_to_a_memory_tombstone_is_refused(db):
+    """memory_delete writes a tombstone version (value NULL). A Memory node is a live version of a key
+    (docs/decisions.md), and the tombstone is the key's latest version but no memory: an edge to it, open or
+    already ended, is refused (55000 naming the end), from temporal_edge_add and supersede_relationship alike, and
+    nothing is written. Before the fix every one of these calls drew the edge, which read as current."""
+    notes = f"user:{ALICE}:notes"
+    with tenant_session(db.dsn("app"), user=ALICE) as session:
+        gone = session.memory.write(notes, "gone", {"likes": "mysql"})
+        tombstone = session.memory.delete(notes, "gone", gone.version)
+    edges_before = ground_truth(db, "select count(*) as n from memsub.entity_relationships")
+    with db.connect("app") as conn:
+        for call, column in (
+                ("temporal_edge_add(%s, 'about', 'Alice', p_source_type => %s)", "source_entity"),
+                ("temporal_edge_add('Alice', 'wrote', %s, p_target_type => %s)", "target_entity"),
+                ("temporal_edge_add(%s, 'about', 'Alice', now() - interval '2 days', now() - interval '1 day', "
+                 "p_source_type => %s)", "source_entity"),
+                ("supersede_relationship(%s, 'about', 'Alice', p_source_type => %s)", "source_entity"),
+                ("supersede_relationship('Alice', 'wrote', %s, p_target_type => %s)", "target_entity")):
+            set_context(conn, TENANT_A, user=ALICE)
+            error = expect_error(conn, "55000", column, f"select memsub.{call}", [str(tombstone.id), "Memory"])
+            assert "tombstone" in str(error), error
+    assert ground_truth(db, "select count(*) as n from memsub.entity_relationships") == edges_before
+
+
 def test_a_new_edge_of_a_superseded_document_version_or_memory_entry_is_refused(db):
     """Superseding a version closes its edges (above); an edge drawn to it afterwards would stay open and read as
     current. A window that still holds after the version was superseded is refused (55000 naming the end), from
