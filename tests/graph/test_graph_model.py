@@ -28,18 +28,30 @@ sql/420_temporal_graph.sql and docs/documents.md promise:
   the end for another member); a new version of its key closes the windows naming the old one that hold now or
   later (deleting those that would start later), and a window drawn to it that would hold after then is refused
   (55000 naming the end);
+- a Document node (a version of one of alice's tenant-wide documents, an end for every member) likewise: a changed
+  version (document_ingest) closes the windows naming the old one and refuses later ones (55000); memory_delete
+  writes a tombstone, which supersedes the live version as a new version does, and is no node itself (55000 naming
+  the end whatever the window; P0002 with nothing live to delete);
+- entity_neighbourhood is every window holding at the time with the entity (any of its names) at either end, each
+  end once, the other end by the entity it stands for, of confidence >= min_confidence: the limit most confident
+  (22023 naming limit below 1);
+- an edge drawn from a packet with a ttl expires with it (the latest ttl of the packets that drew or observed it,
+  never once observed without one): no read returns it once the reading transaction's time is past the ttl, and it
+  neither overlaps nor blocks a new window of the edge (edges of their own names: FADING);
 - every member of a tenant (an organization's too) reads and writes the same graph; nothing of one tenant is seen
   from the other.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import time
 import unicodedata
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import pytest
@@ -62,6 +74,10 @@ T = TypeVar("T")
 # Base words of the entity names (orders of names are the database's: see collated()).
 WORDS = ["ann", "bob", "cyd", "zoé", "eve"]
 TYPES = ["works_at", "knows"]  # each example's own: works_at_r1, knows_r1, ...
+FADING = ["fay", "gus"]  # names of the edges drawn from expiring packets (type fades): no other rule names them
+# An expiring packet's life: the short one is over by the next rule's transaction, the long one outlives the test.
+SHORT = timedelta(seconds=0.1)
+TTLS = [None, SHORT, SHORT, timedelta(hours=1)]
 
 
 def at(i: int) -> datetime:
@@ -87,6 +103,11 @@ class Window:
     mentions: int = 1
     confidence: float = 0.5
     hi_at: datetime | None = None
+    expires: datetime | None = None  # the latest ttl of the packets that drew it; None: never
+
+    def alive(self, now: datetime) -> bool:
+        """Not expired at the transaction time ``now`` (a window whose packets all expired is never read)."""
+        return self.expires is None or self.expires > now
 
     @property
     def keys(self) -> tuple[str, str, str]:
@@ -103,10 +124,12 @@ class Window:
 
 @dataclass
 class MemoryNode:
-    """A version of one of alice's memory keys (user: namespace: hers alone) as a graph node."""
+    """A version of one of alice's memory keys (user: namespace: hers alone), or of one of her tenant-wide
+    documents, as a graph node; a memory tombstone (memory_delete) is no node."""
 
     id: str
     superseded_at: datetime | None = None
+    tombstone: bool = False
 
 
 @dataclass
@@ -125,6 +148,7 @@ class Graph:
 
     windows: list[Window] = field(default_factory=list)
     entities: list[Entity] = field(default_factory=list)
+    fading: list[Window] = field(default_factory=list)  # edges of FADING names, some drawn from expiring packets
 
 
 def combine(old: float, new: float) -> float:
@@ -135,6 +159,7 @@ ORG_X = uuid.UUID("0000000a-0000-0000-0000-00000000000a")
 _runs = itertools.count(1)
 TENANTS = st.sampled_from([TENANT_A, TENANT_A, TENANT_A, TENANT_B])
 NAMES = st.tuples(st.integers(0, 4), st.integers(0, 3))
+FADES = st.tuples(st.integers(0, 1), st.integers(0, 1))  # FADING names
 
 
 @pytest.fixture
@@ -167,6 +192,7 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
             self.users = {"alice": uuid.UUID(int=run * 16 + 1), "bob": uuid.UUID(int=run * 16 + 2)}
             self.graphs = {TENANT_A: Graph(), TENANT_B: Graph()}
             self.memories: dict[int, list[MemoryNode]] = {}  # alice's key -> its versions, oldest first
+            self.documents: dict[int, list[MemoryNode]] = {}  # alice's document -> its versions, oldest first
             self.packets: dict[str, uuid.UUID] = {}
             for name, user, scope in [("shared", "alice", "shared"), ("mine_private", "alice", "l-private"),
                                       ("bobs_private", "bob", "l-private")]:
@@ -299,38 +325,84 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
 
         # Memory nodes -------------------------------------------------------------------------------------------
 
+        def edge_to_latest(self, kind: str, which: int) -> None:
+            """An open edge from the latest version (now): the next version closes it (or a tombstone refuses it)."""
+            self.add_node_edge(kind, which, 3, True, (which, 0), 3, None, False, "alice")
+
+        def supersede_node(self, old: MemoryNode, when: datetime) -> None:
+            """A new version (or a tombstone) supersedes ``old`` at ``when``: the windows of the edges naming it
+            that still hold now or later end then; those that would start only later go."""
+            old.superseded_at = when
+            graph = self.graphs[TENANT_A]
+            naming = [w for w in graph.windows if old.id in (key(w.source), key(w.target))
+                      and (w.hi is None or w.hi > NOW)]
+            for w in naming:
+                if w.lo > NOW:
+                    graph.windows.remove(w)
+                else:
+                    w.hi, w.hi_at = NOW, when
+            for at_time in (3, None, TIMES - 1):  # before, at and after the supersession
+                self.read_named(TENANT_A, at_time, old.id, None)
+
         @rule(memory_key=st.integers(0, 1))
         def remember(self, memory_key: int) -> None:
-            """A new version of one of alice's keys supersedes the last: the windows of the edges naming that
-            version that still hold now or later end now; those that would start only later go."""
+            """A new version of one of alice's keys supersedes the last (a tombstone too: the key lives again)."""
             versions = self.memories.setdefault(memory_key, [])
+            self.edge_to_latest("Memory", memory_key)
             namespace = f"user:{self.users['alice']}:graph"
             written, error = self.call(TENANT_A, lambda s: s.memory.write(
                 namespace, f"k{memory_key}", {"v": len(versions)}, expected_version=len(versions) or None))
             assert error is None and written is not None, error
             if versions:
-                old = versions[-1]
-                old.superseded_at = written.created_at
-                graph = self.graphs[TENANT_A]
-                naming = [w for w in graph.windows if old.id in (key(w.source), key(w.target))
-                          and (w.hi is None or w.hi > NOW)]
-                for w in naming:
-                    if w.lo > NOW:
-                        graph.windows.remove(w)
-                    else:
-                        w.hi, w.hi_at = NOW, written.created_at
-                for when in (3, None, TIMES - 1):  # before, at and after the supersession
-                    self.read_named(TENANT_A, when, old.id, None)
+                self.supersede_node(versions[-1], written.created_at)
             versions.append(MemoryNode(str(written.id)))
 
-        @rule(memory_key=st.integers(0, 1), version=st.integers(0, 3), at_source=st.booleans(), other=NAMES,
-              lo=st.integers(0, TIMES - 1), length=st.none() | st.integers(-1, 3), upper=st.booleans(),
+        @rule(memory_key=st.integers(0, 1))
+        def forget(self, memory_key: int) -> None:
+            """memory_delete writes a tombstone version, which supersedes the live version as a new version does
+            (docs/decisions.md); with nothing live it is P0002."""
+            versions = self.memories.setdefault(memory_key, [])
+            self.edge_to_latest("Memory", memory_key)
+            namespace = f"user:{self.users['alice']}:graph"
+            deleted, error = self.call(TENANT_A, lambda s: s.memory.delete(namespace, f"k{memory_key}",
+                                                                            len(versions)))
+            if not versions or versions[-1].tombstone:
+                assert error is not None and error.sqlstate == "P0002", error
+                return
+            assert error is None and deleted is not None, error
+            self.supersede_node(versions[-1], deleted.created_at)
+            versions.append(MemoryNode(str(deleted.id), tombstone=True))
+            self.edge_to_latest("Memory", memory_key)  # the tombstone: 55000
+
+        @rule(doc=st.integers(0, 1))
+        def ingest(self, doc: int) -> None:
+            """A changed version of one of alice's tenant-wide documents supersedes the last (document_ingest)."""
+            versions = self.documents.setdefault(doc, [])
+            self.edge_to_latest("Document", doc)
+            path, text = f"graph/{self.suffix}/d{doc}.md", f"Version {len(versions)} of document {doc}."
+            digest = hashlib.sha256(f"{self.suffix} {text}".encode()).hexdigest()
+
+            def run(s: TenantSession) -> tuple[Any, Any]:
+                return s.documents.ingest(path, text, file_hash=digest, mime="md"), s.documents.versions(path)
+            done, error = self.call(TENANT_A, run)
+            assert error is None and done is not None, error
+            result, chain = done
+            assert result.status != "unchanged" and chain[0].id == result.document_id
+            assert result.previous_id == (None if not versions else uuid.UUID(versions[-1].id))
+            if versions:
+                self.supersede_node(versions[-1], chain[0].created_at)
+            versions.append(MemoryNode(str(result.document_id)))
+
+        @rule(kind=st.sampled_from(["Memory", "Document"]), which=st.integers(0, 1), version=st.integers(0, 3),
+              at_source=st.booleans(), other=NAMES, lo=st.integers(0, TIMES - 1),
+              length=st.none() | st.integers(-1, 3), upper=st.booleans(),
               writer=st.sampled_from(["alice", "alice", "bob_org"]))
-        def add_memory_edge(self, memory_key: int, version: int, at_source: bool, other: tuple[int, int], lo: int,
-                            length: int | None, upper: bool, writer: str) -> None:
-            """An edge to a Memory node (a version of a memory entry): only a visible one (23503), and not a
-            superseded one when the window would hold after it was superseded (55000), naming the end."""
-            versions = self.memories.get(memory_key)
+        def add_node_edge(self, kind: str, which: int, version: int, at_source: bool, other: tuple[int, int],
+                          lo: int, length: int | None, upper: bool, writer: str) -> None:
+            """An edge to a Memory node (a version of a memory entry) or a Document node (a document version): only
+            a visible one (23503; alice's memory is hers, her documents the tenant's), not a tombstone (55000), and
+            not a superseded one when the window would hold after it was superseded (55000), naming the end."""
+            versions = (self.memories if kind == "Memory" else self.documents).get(which)
             if not versions:
                 return
             node = versions[min(version, len(versions) - 1)]
@@ -338,18 +410,21 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
             name = node.id.upper() if upper else node.id
             entity = self.spell(*other)
             src, dst = (name, entity) if at_source else (entity, name)
-            types = ("Memory", "Entity") if at_source else ("Entity", "Memory")
+            types = (kind, "Entity") if at_source else ("Entity", kind)
             end = "source_entity" if at_source else "target_entity"
             about = self.typed("about")
             hi = None if length is None else lo + length
             edge, error = self.call(TENANT_A, lambda s: s.graph.temporal_edge_add(
                 src, about, dst, valid_from=at(lo), valid_until=None if hi is None else at(hi),
                 source_type=types[0], target_type=types[1]), writer)  # type: ignore[arg-type]
-            if writer == "bob_org":
+            if writer == "bob_org" and kind == "Memory":
                 refused(error, "23503", end)
                 return
             if hi is not None and hi <= lo:
                 refused(error, "22023", "valid_until")
+                return
+            if node.tombstone:
+                refused(error, "55000", end)
                 return
             if node.superseded_at is not None and (hi is None or at(hi) > node.superseded_at):
                 refused(error, "55000", end)
@@ -615,6 +690,170 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
                             for reached, path, type_, keys in rows]
             assert [(p.depth, p.entity, p.path, p.relationship_path, p.path_confidence) for p in found] == expected
 
+        @rule(tenant=TENANTS, when=st.none() | st.integers(0, TIMES), entity=NAMES, limit=st.integers(0, MAX_ROWS),
+              min_confidence=st.sampled_from([None, 0.5, 0.8]))
+        def neighbourhood(self, tenant: uuid.UUID, when: int | None, entity: tuple[int, int], limit: int,
+                          min_confidence: float | None) -> None:
+            self.neighbourhood_named(tenant, when, self.spell(*entity), limit, min_confidence)
+
+        def neighbourhood_named(self, tenant: uuid.UUID, when: int | None, name: str, limit: int,
+                                min_confidence: float | None, fading: bool = False) -> None:
+            """memsub.entity_neighbourhood: the windows holding at the time (and not expired) with the entity (any of
+            its names) at either end, each end once, the other end by the entity it stands for; of those whose
+            confidence reaches min_confidence the limit most confident; no facts (this test asserts none)."""
+            graph = self.graphs[tenant]
+
+            def run(s: TenantSession) -> tuple[datetime, Any]:
+                now = s.fetch("select now() as now")[0]["now"]
+                return now, s.graph.entity_neighbourhood(name, min_confidence=min_confidence, limit=limit,
+                                                         as_of=None if when is None else at(when))
+            done, error = self.call(tenant, run)
+            if limit < 1:
+                refused(error, "22023", "limit")
+                return
+            assert error is None and done is not None, error
+            now, found = done
+            keys = self.resolve(graph, name)[1]
+            expected = []
+            for w in graph.fading if fading else graph.windows:
+                if not w.holds(when) or not w.alive(now) or w.confidence < (min_confidence or 0):
+                    continue
+                if key(w.source) in keys:
+                    expected.append(("outgoing", w.type, self.resolve(graph, w.target)[0], w.confidence, w.mentions))
+                if key(w.target) in keys:
+                    expected.append(("incoming", w.type, self.resolve(graph, w.source)[0], w.confidence, w.mentions))
+            assert all(n.kind == "relationship" for n in found)
+            got = [(n.direction, n.relationship_type, n.other_entity, round(n.confidence, 9), n.mention_count)
+                   for n in found]
+            expected = [(*e[:3], round(e[3], 9), e[4]) for e in expected]
+            assert [c for *_, c, _ in got] == sorted((c for *_, c, _ in got), reverse=True)
+            if len(expected) <= limit:
+                assert sorted(got, key=str) == sorted(expected, key=str)
+                return
+            # Cut at limit: the most confident ones (of equal confidences any: the order of ids decides).
+            assert len(got) == limit
+            assert [c for *_, c, _ in got] == sorted((c for *_, c, _ in expected), reverse=True)[:limit]
+            assert all(row in expected for row in got), got
+
+        # Edges from expiring packets --------------------------------------------------------------------------------
+
+        def fade_name(self, word: int, variant: int) -> str:
+            return [f"{FADING[word]} {self.suffix}", f"{FADING[word].upper()}  {self.suffix}"][variant]
+
+        @rule(source=FADES, end=FADES,
+              lo=st.integers(0, TIMES - 1), length=st.none() | st.integers(1, 3), life=st.sampled_from(TTLS))
+        def add_fading(self, source: tuple[int, int], end: tuple[int, int], lo: int, length: int | None,
+                       life: timedelta | None) -> None:
+            """temporal_edge_add from a shared packet with a ttl (or from none): the window expires with the packet
+            (docs/layers.md: an expired edge is never read); expired windows neither overlap nor block a new one."""
+            graph = self.graphs[TENANT_A]
+            src, dst, fades = self.fade_name(*source), self.fade_name(*end), self.typed("fades")
+            hi = None if length is None else lo + length
+            before = datetime.now(UTC)
+
+            def run(s: TenantSession) -> tuple[datetime, datetime | None, Any]:
+                ttl = packet = None
+                if life is not None:
+                    ttl = datetime.now(UTC) + life
+                    packet = s.packets.write(PacketEnvelopeIn(packet_type="note", payload={"fading": self.suffix},
+                                                              scope="shared", ttl=ttl)).packet_id
+                now = s.fetch("select now() as now")[0]["now"]
+                return now, ttl, s.graph.temporal_edge_add(src, fades, dst, valid_from=at(lo),
+                                                           valid_until=None if hi is None else at(hi),
+                                                           source_packet=packet)
+            done, error = self.call(TENANT_A, run)
+            new = Window(collapse(src), fades, collapse(dst), lo, hi)
+            overlapping = [w for w in graph.fading if w.keys == new.keys and (hi is None or w.lo < hi)
+                           and (w.hi is None or lo < w.hi)]
+            if done is None:
+                # Refused: one of them was alive when the call began (the transaction's time is later).
+                refused(error, "23P01", "valid_period")
+                assert any(w.alive(before) for w in overlapping)
+                return
+            now, new.expires, edge = done
+            assert not any(w.alive(now) for w in overlapping), "an overlapping window was not refused"
+            graph.fading.append(new)
+            assert (edge.source_entity, edge.relationship_type, edge.target_entity, edge.valid_from,
+                    edge.valid_until, edge.mention_count) == new.row()
+
+        @rule(source=FADES, end=FADES,
+              seen=st.integers(0, TIMES - 1), first=st.none() | st.sampled_from(TTLS[1:]), wait=st.booleans())
+        def observe_fading(self, source: tuple[int, int], end: tuple[int, int], seen: int,
+                           first: timedelta | None, wait: bool) -> None:
+            """upsert_relationship without a packet: an expired window is gone (a new one starts where the last
+            window left ended, or at seen_at); a live one is reinforced and never expires now (first, maybe, an
+            open window of the edge from an expiring packet; then, maybe, a wait past the short ttl and a read)."""
+            graph = self.graphs[TENANT_A]
+            if first is not None:
+                self.add_fading(source, end, seen, None, first)
+            src, dst, fades = self.fade_name(*source), self.fade_name(*end), self.typed("fades")
+
+            def run(s: TenantSession) -> tuple[datetime, Any]:
+                now = s.fetch("select now() as now")[0]["now"]
+                return now, s.graph.upsert_relationship(src, fades, dst, confidence=0.5, seen_at=at(seen))
+            done, error = self.call(TENANT_A, run)
+            assert error is None and done is not None, error
+            now, edge = done
+            keys = (key(src), fades, key(dst))
+            alive = [w for w in graph.fading if w.keys == keys and w.alive(now)]
+            current = [w for w in alive if w.hi is None]
+            if current:
+                window = current[0]
+                window.mentions += 1
+                window.confidence = combine(window.confidence, 0.5)
+                window.expires = None
+            else:
+                ends = [w.hi for w in alive if w.hi is not None]
+                window = Window(collapse(src), fades, collapse(dst), int(max([seen, *ends])), None)
+                graph.fading.append(window)
+            assert (edge.source_entity, edge.target_entity, edge.mention_count) == (
+                window.source, window.target, window.mentions)
+            assert edge.confidence == pytest.approx(window.confidence)
+            if wait:
+                time.sleep(SHORT.total_seconds())
+                self.read_fading(seen, source, MAX_ROWS, None, False)
+
+        @rule(when=st.none() | st.integers(0, TIMES), entity=FADES, limit=st.integers(1, MAX_ROWS),
+              first=st.none() | st.tuples(FADES, st.integers(0, TIMES - 1), st.none() | st.integers(1, 3),
+                                          st.sampled_from(TTLS)),
+              wait=st.booleans())
+        def read_fading(self, when: int | None, entity: tuple[int, int], limit: int,
+                        first: tuple[tuple[int, int], int, int | None, timedelta | None] | None, wait: bool) -> None:
+            """edges_as_of, graph_neighbors_as_of and entity_neighbourhood leave out every expired window: first
+            (maybe) an edge from the entity, then (maybe) a wait until the short-lived packets have expired."""
+            graph = self.graphs[TENANT_A]
+            name = self.fade_name(*entity)
+            if first is not None:
+                self.add_fading(entity, *first)
+            if wait:
+                time.sleep(SHORT.total_seconds())
+            self.neighbourhood_named(TENANT_A, when, name, limit, None, fading=True)
+
+            def run(s: TenantSession) -> tuple[datetime, Any, Any]:
+                now = s.fetch("select now() as now")[0]["now"]
+                walked = s.graph.neighbors_as_of(name, None if when is None else at(when), max_depth=1, limit=MAX_ROWS)
+                return now, walked, s.graph.edges_as_of(None if when is None else at(when), entity=name)
+            done, error = self.call(TENANT_A, run)
+            k = key(name)
+            # The edges_as_of read goes last: more than MAX_ROWS windows is 54000 (the transaction's time unknown).
+            if error is not None:
+                refused(error, "54000", "entity")
+                assert sum(w.holds(when) and k in (key(w.source), key(w.target)) for w in graph.fading) > MAX_ROWS
+                return
+            assert done is not None
+            now, walked, found = done
+            expected = [w for w in graph.fading if w.holds(when) and w.alive(now)
+                        and k in (key(w.source), key(w.target))]
+            assert sorted((e.source_entity, e.target_entity, e.valid_from, e.valid_until, e.mention_count)
+                          for e in found) == sorted((w.source, w.target, at(w.lo), w.row()[4], w.mentions)
+                                                    for w in expected)
+            out = [w for w in expected if key(w.source) == k]
+            if len(out) <= MAX_ROWS:
+                assert sorted((n.target_entity, n.valid_from, n.mention_count) for n in walked) == sorted(
+                    (w.target, at(w.lo), w.mentions) for w in out)
+            else:
+                assert len(walked) == MAX_ROWS
+
         def pick_source(self, data: st.DataObject) -> tuple[uuid.UUID, str, int] | None:
             """A tenant, the stored spelling of the source or target of one of its windows, and a time the window
             holds at (its start), if there is one: the reads from there find at least that edge."""
@@ -628,6 +867,13 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
             if picked is not None:
                 tenant, name, when = picked
                 self.walk_named(tenant, when, name, depth, limit)
+
+        @rule(data=st.data(), limit=st.integers(1, MAX_ROWS))
+        def neighbourhood_of_an_edge(self, data: st.DataObject, limit: int) -> None:
+            picked = self.pick_source(data)
+            if picked is not None:
+                tenant, name, when = picked
+                self.neighbourhood_named(tenant, when, name, limit, None)
 
         @rule(data=st.data())
         def read_an_edge(self, data: st.DataObject) -> None:
