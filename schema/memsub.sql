@@ -4599,6 +4599,7 @@ CREATE FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field t
     AS $$
 declare
     v_superseded timestamptz;
+    v_tombstone  boolean := false;
 begin
     -- p_id is the node's id as memsub._check_graph_node returned it: a visible version's id. Its row is locked
     -- first (a supersession not yet committed is waited for), and read by the next statement, which sees it.
@@ -4609,12 +4610,20 @@ begin
         select d.superseded_at into v_superseded from memsub.document_index d
          where d.tenant_id = (select memsub.current_tenant_id()) and d.id = p_id::uuid;
     elsif p_type = 'Memory' then
+        -- A tombstone (memory_delete: value NULL, is_deleted) is a version of the key but no memory.
         select (select min(n.created_at) from memsub.memory_entries n
                  where n.tenant_id = m.tenant_id and n.namespace = m.namespace and n.key = m.key
-                   and n.version > m.version)
-          into v_superseded
+                   and n.version > m.version),
+               m.is_deleted and m.value is null
+          into v_superseded, v_tombstone
           from memsub.memory_entries m
          where m.tenant_id = (select memsub.current_tenant_id()) and m.id = p_id::uuid;
+    end if;
+    if v_tombstone then
+        raise exception 'field "%": % node "%" is a deletion (memory_delete''s tombstone), not a memory; '
+                        'an edge to it is refused', p_field, p_type, p_id
+            using errcode = '55000', column = p_field,
+                  hint = 'Draw the edge to a live version of the key, or write the key again first.';
     end if;
     if v_superseded is not null and (p_until is null or p_until > v_superseded) then
         raise exception 'field "%": % node "%" was superseded at %; a window holding after then is refused',
@@ -4627,7 +4636,7 @@ $$;
 
 ALTER FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) OWNER TO memsub_owner;
 
-COMMENT ON FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) IS 'Internal: 55000 naming the field when a Document or Memory node is a superseded version (a document version replaced by a newer one, a memory entry version followed by another or by its deletion) and the edge window, ending at p_until (NULL: open), would still hold after it was superseded: memsub._close_node_edges closed its edges then, and a new one would read as current. The node''s row is share-locked first (memsub._lock_graph_node): a supersession not yet committed is waited for, and then refuses the edge. Other node types pass.';
+COMMENT ON FUNCTION memsub._refuse_superseded_node(p_type text, p_id text, p_field text, p_until timestamp with time zone) IS 'Internal: 55000 naming the field when a Memory node is a tombstone (memory_delete''s version: no memory, whatever the window), or when a Document or Memory node is a superseded version (a document version replaced by a newer one, a memory entry version followed by another or by its deletion) and the edge window, ending at p_until (NULL: open), would still hold after it was superseded: memsub._close_node_edges closed its edges then, and a new one would read as current. The node''s row is share-locked first (memsub._lock_graph_node): a supersession not yet committed is waited for, and then refuses the edge. Other node types pass.';
 
 CREATE FUNCTION memsub._refuse_vector_without_norm(p_field text, p_caller text DEFAULT NULL::text) RETURNS void
     LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
