@@ -150,6 +150,20 @@ class Graph:
     entities: list[Entity] = field(default_factory=list)
     fading: list[Window] = field(default_factory=list)  # edges of FADING names, some drawn from expiring packets
 
+    def draw(self, new: Window, error: MemsubError | None, edge: Any) -> bool:
+        """The model's answer to drawing ``new``: 23P01 naming valid_period when it overlaps a window of the same
+        ends and type (then False), else the edge as stored (then True, ``new`` added)."""
+        if any(w.keys == new.keys and (new.hi is None or w.lo < new.hi) and (w.hi is None or new.lo < w.hi)
+               for w in self.windows):
+            refused(error, "23P01", "valid_period")
+            return False
+        assert error is None, error
+        assert edge is not None
+        self.windows.append(new)
+        assert (edge.source_entity, edge.relationship_type, edge.target_entity, edge.valid_from,
+                edge.valid_until, edge.mention_count) == new.row()
+        return True
+
 
 def combine(old: float, new: float) -> float:
     return 1 - (1 - old) * (1 - new)
@@ -311,17 +325,8 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
             if confidence > 1:
                 refused(error, "22023", "confidence")
                 return
-            new = Window(collapse(src), type_, collapse(dst), lo, hi, 1, confidence)
-            if any(w.keys == new.keys and w.lo < (hi if hi is not None else TIMES + 10)
-                   and (w.hi is None or lo < w.hi) for w in graph.windows):
-                refused(error, "23P01", "valid_period")
-                return
-            assert error is None, error
-            assert edge is not None
-            graph.windows.append(new)
-            assert (edge.source_entity, edge.relationship_type, edge.target_entity, edge.valid_from,
-                    edge.valid_until, edge.mention_count) == new.row()
-            assert edge.confidence == pytest.approx(confidence)
+            if graph.draw(Window(collapse(src), type_, collapse(dst), lo, hi, 1, confidence), error, edge):
+                assert edge.confidence == pytest.approx(confidence)
 
         # Memory nodes -------------------------------------------------------------------------------------------
 
@@ -430,17 +435,8 @@ def test_the_temporal_graph_matches_its_model(app: Substrate) -> None:
                 refused(error, "55000", end)
                 return
             stored = (node.id, collapse(entity)) if at_source else (collapse(entity), node.id)
-            new = Window(stored[0], about, stored[1], lo, hi)
-            if any(w.keys == new.keys and (hi is None or w.lo < hi) and (w.hi is None or lo < w.hi)
-                   for w in graph.windows):
-                refused(error, "23P01", "valid_period")
-                return
-            assert error is None, error
-            assert edge is not None
-            graph.windows.append(new)
-            assert (edge.source_entity, edge.relationship_type, edge.target_entity, edge.valid_from,
-                    edge.valid_until, edge.mention_count) == new.row()
-            assert (edge.source_type, edge.target_type) == types
+            if graph.draw(Window(stored[0], about, stored[1], lo, hi), error, edge):
+                assert (edge.source_type, edge.target_type) == types
 
         @rule(tenant=TENANTS, source=NAMES,
               type_=st.sampled_from(TYPES), end=NAMES,
